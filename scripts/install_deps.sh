@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Installs the Debian packages ringgrad needs, skipping those already present.
+# Needs root or sudo only when something is missing.
+set -euo pipefail
+
+packages=(
+  cmake g++ make
+  libasio-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev
+  libopenblas-dev zlib1g-dev
+  dataset-fashion-mnist
+  iproute2
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+echo "Installing missing packages: ${missing[*]}"
+sudo=""
+[ "$(id -u)" -ne 0 ] && sudo="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
