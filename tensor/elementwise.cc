@@ -1,0 +1,155 @@
+#include "tensor/elementwise.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <numbers>
+
+#include "tensor/strided_loop.h"
+#include "tensor/view.h"
+
+namespace ringgrad::kernels {
+namespace {
+
+// out[i] = op(a[i]) for floating-point a.
+template <typename Op>
+Tensor map_unary(const Tensor& a, const char* name, Op op) {
+  Tensor out = Tensor::zeros(a.shape(), a.dtype());
+  dispatch_floating(a.dtype(), name, [&]<typename T>() {
+    T* o = out.data<T>();
+    const T* x = reinterpret_cast<const T*>(a.storage()->data());
+    std::int64_t i = 0;
+    for_each_row<1>(a.shape(), {a.strides()}, {a.offset()}, [&](auto off, std::int64_t n, auto step) {
+      for (std::int64_t j = 0; j < n; ++j) o[i++] = op(x[off[0] + j * step[0]]);
+    });
+  });
+  return out;
+}
+
+// out[i] = op(a[i], b[i]) after broadcasting a and b to a common shape.
+template <typename Op>
+Tensor map_binary(const Tensor& a, const Tensor& b, const char* name, Op op) {
+  if (a.dtype() != b.dtype()) {
+    throw std::invalid_argument(fmt::format("{}: dtype mismatch, {} and {}", name,
+                                            dtype_name(a.dtype()), dtype_name(b.dtype())));
+  }
+  const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
+  const Tensor ea = expand(a, shape);
+  const Tensor eb = expand(b, shape);
+  Tensor out = Tensor::zeros(shape, a.dtype());
+  dispatch_all(a.dtype(), [&]<typename T>() {
+    T* o = reinterpret_cast<T*>(out.storage()->data());
+    const T* x = reinterpret_cast<const T*>(ea.storage()->data());
+    const T* y = reinterpret_cast<const T*>(eb.storage()->data());
+    for_each_row<3>(shape, {out.strides(), ea.strides(), eb.strides()}, {0, ea.offset(), eb.offset()},
+                    [&](auto off, std::int64_t n, auto step) {
+                      T* po = o + off[0];
+                      const T* px = x + off[1];
+                      const T* py = y + off[2];
+                      if (step[1] == 1 && step[2] == 1) {  // the common, vectorisable case
+                        for (std::int64_t j = 0; j < n; ++j) po[j] = op(px[j], py[j]);
+                      } else {
+                        for (std::int64_t j = 0; j < n; ++j) {
+                          po[j] = op(px[j * step[1]], py[j * step[2]]);
+                        }
+                      }
+                    });
+  });
+  return out;
+}
+
+// The two constants of the tanh approximation of GELU.
+constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2 / pi)
+constexpr double kGeluCubic = 0.044715;
+
+}  // namespace
+
+Tensor add(const Tensor& a, const Tensor& b) {
+  return map_binary(a, b, "add", [](auto x, auto y) { return x + y; });
+}
+Tensor sub(const Tensor& a, const Tensor& b) {
+  return map_binary(a, b, "sub", [](auto x, auto y) { return x - y; });
+}
+Tensor mul(const Tensor& a, const Tensor& b) {
+  return map_binary(a, b, "mul", [](auto x, auto y) { return x * y; });
+}
+Tensor div(const Tensor& a, const Tensor& b) {
+  return map_binary(a, b, "div", [](auto x, auto y) { return x / y; });
+}
+Tensor pow(const Tensor& a, const Tensor& b) {
+  return map_binary(a, b, "pow", [](auto x, auto y) { return static_cast<decltype(x)>(std::pow(x, y)); });
+}
+Tensor eq(const Tensor& a, const Tensor& b) {
+  return map_binary(a, b, "eq", [](auto x, auto y) { return static_cast<decltype(x)>(x == y); });
+}
+Tensor add(const Tensor& a, double b) { return add(a, Tensor::scalar(b, a.dtype())); }
+Tensor mul(const Tensor& a, double b) { return mul(a, Tensor::scalar(b, a.dtype())); }
+Tensor pow(const Tensor& a, double exponent) { return pow(a, Tensor::scalar(exponent, a.dtype())); }
+
+Tensor neg(const Tensor& a) { return map_unary(a, "neg", [](auto x) { return -x; }); }
+Tensor exp(const Tensor& a) { return map_unary(a, "exp", [](auto x) { return std::exp(x); }); }
+Tensor log(const Tensor& a) { return map_unary(a, "log", [](auto x) { return std::log(x); }); }
+Tensor sqrt(const Tensor& a) { return map_unary(a, "sqrt", [](auto x) { return std::sqrt(x); }); }
+Tensor tanh(const Tensor& a) { return map_unary(a, "tanh", [](auto x) { return std::tanh(x); }); }
+Tensor sigmoid(const Tensor& a) {
+  return map_unary(a, "sigmoid", [](auto x) { return 1 / (1 + std::exp(-x)); });
+}
+Tensor relu(const Tensor& a) {
+  return map_unary(a, "relu", [](auto x) { return x > 0 ? x : decltype(x){0}; });
+}
+Tensor gelu(const Tensor& a) {
+  return map_unary(a, "gelu", [](auto x) {
+    using T = decltype(x);
+    const T inner = T(kGeluScale) * (x + T(kGeluCubic) * x * x * x);
+    return T(0.5) * x * (1 + std::tanh(inner));
+  });
+}
+
+Tensor relu_backward(const Tensor& grad, const Tensor& x) {
+  return map_binary(grad, x, "relu_backward",
+                    [](auto g, auto v) { return v > 0 ? g : decltype(g){0}; });
+}
+
+Tensor gelu_backward(const Tensor& grad, const Tensor& x) {
+  return map_binary(grad, x, "gelu_backward", [](auto g, auto v) {
+    using T = decltype(g);
+    const T inner = T(kGeluScale) * (v + T(kGeluCubic) * v * v * v);
+    const T t = std::tanh(inner);
+    const T d_inner = T(kGeluScale) * (1 + 3 * T(kGeluCubic) * v * v);
+    // d/dx [x/2 (1 + tanh u)] = (1 + tanh u)/2 + x/2 (1 - tanh^2 u) du/dx
+    return g * (T(0.5) * (1 + t) + T(0.5) * v * (1 - t * t) * d_inner);
+  });
+}
+
+void add_(const Tensor& dst, const Tensor& src, double alpha) {
+  if (dst.dtype() != src.dtype()) {
+    throw std::invalid_argument(fmt::format("add_: dtype mismatch, {} and {}",
+                                            dtype_name(dst.dtype()), dtype_name(src.dtype())));
+  }
+  const Tensor s = expand(src, dst.shape());
+  dispatch_all(dst.dtype(), [&]<typename T>() {
+    T* d = reinterpret_cast<T*>(dst.storage()->data());
+    const T* x = reinterpret_cast<const T*>(s.storage()->data());
+    const T a = static_cast<T>(alpha);
+    for_each_row<2>(dst.shape(), {dst.strides(), s.strides()}, {dst.offset(), s.offset()},
+                    [&](auto off, std::int64_t n, auto step) {
+                      for (std::int64_t j = 0; j < n; ++j) {
+                        d[off[0] + j * step[0]] += a * x[off[1] + j * step[1]];
+                      }
+                    });
+  });
+}
+
+void mul_(const Tensor& dst, double value) {
+  dispatch_all(dst.dtype(), [&]<typename T>() {
+    T* d = reinterpret_cast<T*>(dst.storage()->data());
+    const T v = static_cast<T>(value);
+    for_each_row<1>(dst.shape(), {dst.strides()}, {dst.offset()}, [&](auto off, std::int64_t n, auto step) {
+      for (std::int64_t j = 0; j < n; ++j) d[off[0] + j * step[0]] *= v;
+    });
+  });
+}
+
+void fill_(const Tensor& dst, double value) { copy_(dst, Tensor::scalar(value, dst.dtype())); }
+
+}  // namespace ringgrad::kernels

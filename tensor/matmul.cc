@@ -1,0 +1,93 @@
+#include "tensor/matmul.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "tensor/gemm.h"
+#include "tensor/strided_loop.h"
+#include "tensor/view.h"
+
+namespace ringgrad::kernels {
+namespace {
+
+// How the last two dims of a tensor map onto a BLAS matrix: row-major as is, or the
+// transpose of a row-major matrix. Anything else (a gap in both directions) needs a copy.
+struct Layout {
+  bool ok = false;
+  bool trans = false;
+  std::int64_t ld = 0;
+};
+
+Layout matrix_layout(const Tensor& t) {
+  const std::int64_t rows = t.size(-2), cols = t.size(-1);
+  const std::int64_t rs = t.strides()[t.strides().size() - 2], cs = t.strides().back();
+  if ((cs == 1 || cols == 1) && (rows == 1 || rs >= std::max<std::int64_t>(cols, 1))) {
+    return {true, false, rows == 1 ? std::max<std::int64_t>(cols, 1) : rs};
+  }
+  if ((rs == 1 || rows == 1) && (cols == 1 || cs >= std::max<std::int64_t>(rows, 1))) {
+    return {true, true, cols == 1 ? std::max<std::int64_t>(rows, 1) : cs};
+  }
+  return {};
+}
+
+// A tensor whose last two dims BLAS can read, copying only when it must.
+Tensor blas_ready(const Tensor& t) { return matrix_layout(t).ok ? t : contiguous(t); }
+
+Shape batch_of(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
+Strides batch_strides(const Strides& s) { return Strides(s.begin(), s.end() - 2); }
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  if (a.dim() < 2 || b.dim() < 2 || a.size(-1) != b.size(-2)) {
+    throw std::invalid_argument(fmt::format("matmul: shapes {} and {} do not match",
+                                            shape_str(a.shape()), shape_str(b.shape())));
+  }
+  if (a.dtype() != b.dtype()) {
+    throw std::invalid_argument(fmt::format("matmul: dtype mismatch, {} and {}",
+                                            dtype_name(a.dtype()), dtype_name(b.dtype())));
+  }
+  const std::int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
+
+  // [..., M, K] @ [K, N]: fold the batch into M for one large GEMM.
+  if (b.dim() == 2 && a.dim() > 2) {
+    Shape out_shape = a.shape();
+    out_shape.back() = n;
+    return view(matmul(reshape(a, {-1, k}), b), out_shape);
+  }
+
+  Shape batch = broadcast_shapes(batch_of(a.shape()), batch_of(b.shape()), "matmul");
+  Shape a_shape = batch, b_shape = batch, out_shape = batch;
+  a_shape.insert(a_shape.end(), {m, k});
+  b_shape.insert(b_shape.end(), {k, n});
+  out_shape.insert(out_shape.end(), {m, n});
+  const Tensor ea = blas_ready(expand(a, a_shape));
+  const Tensor eb = blas_ready(expand(b, b_shape));
+  Tensor out = Tensor::zeros(out_shape, a.dtype());
+  if (m == 0 || n == 0 || k == 0 || out.numel() == 0) return out;
+
+  const Layout la = matrix_layout(ea), lb = matrix_layout(eb);
+  dispatch_floating(a.dtype(), "matmul", [&]<typename T>() {
+    const T* pa = reinterpret_cast<const T*>(ea.storage()->data());
+    const T* pb = reinterpret_cast<const T*>(eb.storage()->data());
+    T* pc = out.data<T>();
+    // One GEMM per batch index; the strided loop walks the (broadcast) batch dims.
+    for_each_row<2>(batch, {batch_strides(ea.strides()), batch_strides(eb.strides())},
+                    {ea.offset(), eb.offset()}, [&](auto off, std::int64_t count, auto step) {
+                      for (std::int64_t i = 0; i < count; ++i) {
+                        GemmArgs<T> g;
+                        g.trans_a = la.trans, g.trans_b = lb.trans;
+                        g.m = m, g.n = n, g.k = k;
+                        g.a = pa + off[0] + i * step[0], g.lda = la.ld;
+                        g.b = pb + off[1] + i * step[1], g.ldb = lb.ld;
+                        g.c = pc, g.ldc = n;
+                        gemm(g);
+                        pc += m * n;
+                      }
+                    });
+  });
+  return out;
+}
+
+}  // namespace ringgrad::kernels

@@ -1,0 +1,75 @@
+#include "tensor/random.h"
+
+#include <cmath>
+#include <numbers>
+#include <utility>
+
+#include "tensor/strided_loop.h"
+
+namespace ringgrad {
+
+std::uint64_t Generator::next_u64() {
+  // SplitMix64 of (seed, counter): each draw is independent of the others' order.
+  std::uint64_t z = seed_ + 0x9E3779B97F4A7C15ULL * (++offset_);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
+  return z ^ (z >> 31);
+}
+
+double Generator::next_double() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+
+double Generator::next_normal() {
+  const double u1 = 1.0 - next_double();  // in (0, 1], so log is finite
+  const double u2 = next_double();
+  return std::sqrt(-2.0 * std::log(u1)) * std::cos(2.0 * std::numbers::pi * u2);
+}
+
+std::uint64_t Generator::next_below(std::uint64_t n) {
+  // Rejection keeps the result unbiased when n does not divide 2^64.
+  const std::uint64_t limit = -n % n;
+  while (true) {
+    const std::uint64_t r = next_u64();
+    if (r >= limit) return r % n;
+  }
+}
+
+Generator& default_generator() {
+  static Generator gen(0);
+  return gen;
+}
+
+void manual_seed(std::uint64_t seed) { default_generator() = Generator(seed); }
+
+namespace kernels {
+namespace {
+template <typename Draw>
+void fill_random(const Tensor& t, const char* op, Draw draw) {
+  dispatch_floating(t.dtype(), op, [&]<typename T>() {
+    T* base = reinterpret_cast<T*>(t.storage()->data());
+    for_each_row<1>(t.shape(), {t.strides()}, {t.offset()}, [&](auto off, std::int64_t n, auto step) {
+      for (std::int64_t j = 0; j < n; ++j) base[off[0] + j * step[0]] = static_cast<T>(draw());
+    });
+  });
+}
+}  // namespace
+
+void uniform_(const Tensor& t, double low, double high, Generator& gen) {
+  fill_random(t, "uniform_", [&] { return low + (high - low) * gen.next_double(); });
+}
+
+void normal_(const Tensor& t, double mean, double std, Generator& gen) {
+  fill_random(t, "normal_", [&] { return mean + std * gen.next_normal(); });
+}
+}  // namespace kernels
+
+std::vector<std::int64_t> randperm(std::int64_t n, Generator& gen) {
+  std::vector<std::int64_t> p(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) p[static_cast<std::size_t>(i)] = i;
+  for (std::int64_t i = n - 1; i > 0; --i) {
+    const auto j = static_cast<std::int64_t>(gen.next_below(static_cast<std::uint64_t>(i + 1)));
+    std::swap(p[static_cast<std::size_t>(i)], p[static_cast<std::size_t>(j)]);
+  }
+  return p;
+}
+
+}  // namespace ringgrad

@@ -1,0 +1,27 @@
+// Storage: one reference-counted block of memory that any number of tensor views share.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+namespace ringgrad {
+
+/// A zero-initialised, 64-byte-aligned buffer of `nbytes` bytes on the CPU.
+/// Shared through std::shared_ptr: it lives as long as the last tensor that views it.
+class Storage {
+ public:
+  explicit Storage(std::size_t nbytes);
+
+  std::byte* data() { return data_.get(); }
+  const std::byte* data() const { return data_.get(); }
+  std::size_t nbytes() const { return nbytes_; }
+
+ private:
+  struct Free {
+    void operator()(std::byte* p) const;
+  };
+  std::unique_ptr<std::byte[], Free> data_;
+  std::size_t nbytes_;
+};
+
+}  // namespace ringgrad

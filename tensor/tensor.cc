@@ -1,0 +1,134 @@
+#include "tensor/tensor.h"
+
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "tensor/strided_loop.h"
+
+namespace ringgrad {
+
+Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides,
+               std::int64_t offset, DType dtype)
+    : storage_(std::move(storage)),
+      shape_(std::move(shape)),
+      strides_(std::move(strides)),
+      offset_(offset),
+      dtype_(dtype) {
+  for (std::int64_t s : shape_) {
+    if (s < 0) throw std::invalid_argument("Tensor: negative size in shape " + shape_str(shape_));
+  }
+}
+
+Tensor Tensor::zeros(const Shape& shape, DType dtype) {
+  const auto bytes = static_cast<std::size_t>(ringgrad::numel(shape)) * dtype_size(dtype);
+  return Tensor(std::make_shared<Storage>(bytes), shape, contiguous_strides(shape), 0, dtype);
+}
+
+Tensor Tensor::ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+
+Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
+  Tensor t = zeros(shape, dtype);
+  dispatch_all(dtype, [&]<typename T>() {
+    T* p = t.data<T>();
+    for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(value);
+  });
+  return t;
+}
+
+Tensor Tensor::scalar(double value, DType dtype) { return full({}, value, dtype); }
+
+Tensor Tensor::arange(std::int64_t n, DType dtype) {
+  Tensor t = zeros({n}, dtype);
+  dispatch_all(dtype, [&]<typename T>() {
+    T* p = t.data<T>();
+    for (std::int64_t i = 0; i < n; ++i) p[i] = static_cast<T>(i);
+  });
+  return t;
+}
+
+template <typename T>
+Tensor Tensor::from_vector(const std::vector<T>& values, const Shape& shape) {
+  if (static_cast<std::int64_t>(values.size()) != ringgrad::numel(shape)) {
+    throw std::invalid_argument(fmt::format("Tensor::from_vector: {} values for shape {}",
+                                            values.size(), shape_str(shape)));
+  }
+  Tensor t = zeros(shape, dtype_of<T>());
+  if (!values.empty()) std::memcpy(t.data<T>(), values.data(), values.size() * sizeof(T));
+  return t;
+}
+template Tensor Tensor::from_vector(const std::vector<float>&, const Shape&);
+template Tensor Tensor::from_vector(const std::vector<double>&, const Shape&);
+template Tensor Tensor::from_vector(const std::vector<std::int64_t>&, const Shape&);
+
+std::int64_t Tensor::size(std::int64_t d) const {
+  return shape_[static_cast<std::size_t>(normalize_dim(d, dim(), "Tensor::size"))];
+}
+
+bool Tensor::is_contiguous() const {
+  std::int64_t expected = 1;
+  for (std::size_t i = shape_.size(); i-- > 0;) {
+    if (shape_[i] != 1 && strides_[i] != expected) return false;
+    expected *= shape_[i];
+  }
+  return true;
+}
+
+void* Tensor::raw_data() const {
+  return storage_->data() + static_cast<std::size_t>(offset_) * dtype_size(dtype_);
+}
+
+template <typename T>
+T Tensor::item() const {
+  if (numel() != 1) {
+    throw std::invalid_argument("Tensor::item: tensor of shape " + shape_str(shape_) +
+                                " has more than one element");
+  }
+  return dispatch_all(dtype_, [&]<typename S>() { return static_cast<T>(*data<S>()); });
+}
+template float Tensor::item() const;
+template double Tensor::item() const;
+template std::int64_t Tensor::item() const;
+
+template <typename T>
+std::vector<T> Tensor::to_vector() const {
+  std::vector<T> out;
+  out.reserve(static_cast<std::size_t>(numel()));
+  dispatch_all(dtype_, [&]<typename S>() {
+    const S* base = reinterpret_cast<const S*>(storage_->data());
+    for_each_row<1>(shape_, {strides_}, {offset_}, [&](auto off, std::int64_t n, auto step) {
+      for (std::int64_t i = 0; i < n; ++i) out.push_back(static_cast<T>(base[off[0] + i * step[0]]));
+    });
+  });
+  return out;
+}
+template std::vector<float> Tensor::to_vector() const;
+template std::vector<double> Tensor::to_vector() const;
+template std::vector<std::int64_t> Tensor::to_vector() const;
+
+bool Tensor::requires_grad() const { return autograd_ && autograd_->requires_grad; }
+
+Tensor& Tensor::set_requires_grad(bool requires_grad) {
+  if (requires_grad && dtype_ == DType::Int64) {
+    throw std::invalid_argument("set_requires_grad: only floating-point tensors can require grad");
+  }
+  autograd_meta().requires_grad = requires_grad;
+  return *this;
+}
+
+Tensor Tensor::grad() const { return autograd_ ? autograd_->grad : Tensor(); }
+
+void Tensor::set_grad(const Tensor& grad) { autograd_meta().grad = grad; }
+
+std::shared_ptr<autograd::Node> Tensor::grad_fn() const {
+  return autograd_ ? autograd_->grad_fn : nullptr;
+}
+
+Tensor Tensor::detach() const { return Tensor(storage_, shape_, strides_, offset_, dtype_); }
+
+AutogradMeta& Tensor::autograd_meta() {
+  if (!autograd_) autograd_ = std::make_shared<AutogradMeta>();
+  return *autograd_;
+}
+
+}  // namespace ringgrad

@@ -1,0 +1,18 @@
+#include "tensor/threads.h"
+
+#include <stdexcept>
+
+#ifdef RINGGRAD_HAVE_BLAS
+#include <cblas.h>
+#endif
+
+namespace ringgrad {
+
+void set_num_threads(int n) {
+  if (n < 1) throw std::invalid_argument("set_num_threads: need at least 1 thread");
+#ifdef RINGGRAD_HAVE_BLAS
+  openblas_set_num_threads(n);
+#endif
+}
+
+}  // namespace ringgrad

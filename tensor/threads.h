@@ -1,0 +1,11 @@
+// How many threads the CPU math may use. ringgrad's own kernels are single-threaded; the
+// count goes to the BLAS, whose thread pool otherwise takes every core (and fights the other
+// ranks on the same machine). The examples set it from --threads (default 1).
+#pragma once
+
+namespace ringgrad {
+
+/// Sets the BLAS thread count (>= 1); throws std::invalid_argument below 1.
+void set_num_threads(int n);
+
+}  // namespace ringgrad
