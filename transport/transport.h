@@ -1,0 +1,82 @@
+// Transport: point-to-point messages between the ranks of a job over a full mesh of TCP
+// connections, one per pair of ranks, set up through the rendezvous Store that rank 0 serves.
+// Blocking calls run on the caller's thread straight on the socket; asynchronous ones are
+// driven by one progress thread per process. Each message carries a 32-byte header (sequence,
+// tag, length), so a receive that does not match what was sent fails instead of corrupting.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "transport/config.h"
+#include "transport/error.h"
+#include "transport/store.h"
+
+namespace ringgrad::transport {
+
+namespace detail {
+struct Op;
+class Engine;
+}  // namespace detail
+
+/// Handle of an asynchronous send or receive; move-only. The caller's buffer must stay valid
+/// until wait() returns (or test() returns true). A Request destroyed before completion waits
+/// for it (and drops any error), so a buffer is never written after its owner is gone.
+class Request {
+ public:
+  Request() = default;  // an empty request: already complete
+  explicit Request(std::unique_ptr<detail::Op> op);
+  Request(Request&&) noexcept;
+  Request& operator=(Request&&) noexcept;
+  ~Request();
+
+  /// Blocks until the operation completes. Throws TransportError if it failed: the peer closed
+  /// or died, stayed silent past the timeout, or the message's length or tag did not match.
+  void wait();
+  /// Returns whether the operation has completed, without blocking; throws as wait() does if
+  /// it failed.
+  bool test();
+
+ private:
+  std::unique_ptr<detail::Op> op_;
+};
+
+class Transport {
+ public:
+  /// Joins the job: rank 0 serves the Store at master_addr:master_port; every rank listens on
+  /// an ephemeral port of bind_addr, publishes it, and connects to the lower ranks while
+  /// accepting the higher ones. Returns when this rank is connected to every peer.
+  /// Throws TransportError on an invalid config or when the mesh is not complete within
+  /// config.timeout.
+  explicit Transport(const Config& config);
+  ~Transport();
+  Transport(const Transport&) = delete;
+  Transport& operator=(const Transport&) = delete;
+
+  int rank() const;
+  int world_size() const;
+  /// How long an operation may make no progress before it fails.
+  std::chrono::milliseconds timeout() const;
+
+  /// Sends data (any size, 0 bytes to more than 4 GiB) to peer with a user tag. Returns when
+  /// the bytes are handed to the kernel: the buffer may be reused, the peer may not have them.
+  /// Messages to one peer are matched with its receives in issue order, sync and async alike.
+  void send(int peer, std::span<const std::byte> data, uint64_t tag);
+  /// Receives exactly data.size() bytes from peer. Throws TransportError if the next message
+  /// from peer has a different length or tag (the connection to peer is then closed).
+  void recv(int peer, std::span<std::byte> data, uint64_t tag);
+  /// Asynchronous versions: start the operation and return at once.
+  Request isend(int peer, std::span<const std::byte> data, uint64_t tag);
+  Request irecv(int peer, std::span<std::byte> data, uint64_t tag);
+
+  /// The rendezvous store, for small out-of-band agreement (e.g. a barrier by add + wait).
+  Store& store();
+
+ private:
+  std::unique_ptr<detail::Engine> engine_;
+};
+
+}  // namespace ringgrad::transport
