@@ -1,0 +1,69 @@
+#include "autograd/node.h"
+
+#include <stdexcept>
+
+#include "autograd/grad_mode.h"
+#include "tensor/elementwise.h"
+#include "tensor/view.h"
+
+namespace ringgrad::autograd {
+
+std::vector<Tensor> FunctionNode::apply(const Tensor& grad_output) {
+  if (!backward_) {
+    throw std::logic_error("backward through " + name() +
+                           " a second time: the graph is freed after the first backward");
+  }
+  return backward_(grad_output);
+}
+
+void FunctionNode::release() {
+  backward_ = nullptr;
+  Node::release();
+}
+
+std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad) {
+  AutogradMeta& meta = leaf_.autograd_meta();
+  if (!meta.grad.defined()) {
+    // A copy the leaf owns: the incoming gradient may be shared with other branches, and
+    // optimizers and all-reduce write grad() in place.
+    meta.grad = kernels::clone(grad);
+  } else {
+    kernels::add_(meta.grad, grad);
+  }
+  for (auto& hook : meta.post_accumulate_grad_hooks) hook(leaf_);
+  return {};
+}
+
+std::shared_ptr<Node> grad_accumulator(Tensor& leaf) {
+  AutogradMeta& meta = leaf.autograd_meta();
+  std::shared_ptr<Node> node = meta.grad_accumulator.lock();
+  if (!node) {
+    node = std::make_shared<AccumulateGrad>(leaf);
+    meta.grad_accumulator = node;
+  }
+  return node;
+}
+
+Tensor record(const char* name, Tensor out, const std::vector<Tensor>& inputs, BackwardFn backward) {
+  if (!GradMode::is_enabled()) return out;
+  bool any = false;
+  for (const Tensor& t : inputs) any |= t.defined() && t.requires_grad();
+  if (!any) return out;
+
+  auto node = std::make_shared<FunctionNode>(name, std::move(backward));
+  for (Tensor t : inputs) {  // by value: grad_accumulator needs a mutable handle
+    if (!t.defined() || !t.requires_grad()) {
+      node->next_edges.push_back(nullptr);
+    } else if (t.grad_fn()) {
+      node->next_edges.push_back(t.grad_fn());
+    } else {
+      node->next_edges.push_back(grad_accumulator(t));
+    }
+  }
+  AutogradMeta& meta = out.autograd_meta();
+  meta.requires_grad = true;
+  meta.grad_fn = std::move(node);
+  return out;
+}
+
+}  // namespace ringgrad::autograd
