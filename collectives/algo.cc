@@ -1,0 +1,52 @@
+// Names of collectives and algorithms, and which collective has which algorithm.
+#include "collectives/algo.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+namespace ringgrad::collectives {
+
+std::string_view coll_name(CollKind kind) {
+  switch (kind) {
+    case CollKind::kBroadcast: return "broadcast";
+    case CollKind::kReduce: return "reduce";
+    case CollKind::kAllReduce: return "all_reduce";
+    case CollKind::kAllGather: return "all_gather";
+    case CollKind::kReduceScatter: return "reduce_scatter";
+    case CollKind::kBarrier: return "barrier";
+    case CollKind::kSend: return "send";
+    case CollKind::kRecv: return "recv";
+  }
+  return "?";
+}
+
+std::string_view algo_name(Algo algo) {
+  switch (algo) {
+    case Algo::kAuto: return "auto";
+    case Algo::kRing: return "ring";
+    case Algo::kTree: return "tree";
+    case Algo::kHalvingDoubling: return "hd";
+  }
+  return "?";
+}
+
+Algo parse_algo(std::string_view name) {
+  for (Algo a : {Algo::kAuto, Algo::kRing, Algo::kTree, Algo::kHalvingDoubling})
+    if (name == algo_name(a)) return a;
+  if (name == "halving_doubling") return Algo::kHalvingDoubling;
+  throw std::invalid_argument(fmt::format("unknown algorithm '{}': expected ring, tree, hd or auto", name));
+}
+
+bool has_algo(CollKind kind, Algo algo) {
+  switch (kind) {
+    case CollKind::kAllReduce: return algo != Algo::kAuto;
+    case CollKind::kBroadcast:
+    case CollKind::kReduce: return algo == Algo::kRing || algo == Algo::kTree;
+    case CollKind::kAllGather:
+    case CollKind::kReduceScatter: return algo == Algo::kRing;
+    default: return false;
+  }
+}
+
+}  // namespace ringgrad::collectives

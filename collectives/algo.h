@@ -1,0 +1,27 @@
+// Names of the collectives and of the algorithms a caller (or RINGGRAD_ALGO) can ask for.
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace ringgrad::collectives {
+
+/// The operations of a Communicator.
+enum class CollKind : uint8_t { kBroadcast, kReduce, kAllReduce, kAllGather, kReduceScatter, kBarrier, kSend, kRecv };
+
+/// Algorithm of a collective. kAuto picks the cheapest under the CostModel. kRing for
+/// broadcast/reduce means the pipelined chain. Which collective has which: has_algo().
+enum class Algo : uint8_t { kAuto, kRing, kTree, kHalvingDoubling };
+
+/// "broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "barrier", "send", "recv".
+std::string_view coll_name(CollKind kind);
+/// "auto", "ring", "tree", "hd".
+std::string_view algo_name(Algo algo);
+/// Parses the names above (also "halving_doubling"); throws std::invalid_argument otherwise.
+Algo parse_algo(std::string_view name);
+
+/// Whether `kind` has an implementation for `algo`: all_reduce ring/tree/hd; broadcast and
+/// reduce ring (chain)/tree; all_gather and reduce_scatter ring; barrier, send, recv none.
+bool has_algo(CollKind kind, Algo algo);
+
+}  // namespace ringgrad::collectives

@@ -1,0 +1,42 @@
+// The collective algorithms behind Communicator, one file each; costs in the alpha-beta-gamma
+// model (alpha: seconds per message, beta: seconds per byte sent, gamma: seconds per byte
+// reduced) for n bytes on p ranks are in each file's header comment and in cost_model.cc.
+#pragma once
+
+#include <cstddef>
+
+#include "collectives/dtype.h"
+#include "collectives/link.h"
+
+namespace ringgrad::collectives {
+
+/// Arguments of one collective, already checked. `count` is, as in NCCL: the buffer length
+/// for all_reduce/broadcast/reduce, the per-rank send count for all_gather (recv holds
+/// count * p), the per-rank recv count for reduce_scatter (send holds count * p).
+/// send == recv (or NCCL's offset for all_gather/reduce_scatter) means in place.
+struct CollArgs {
+  const std::byte* send;
+  std::byte* recv;
+  std::size_t count;
+  DType dtype;
+  ReduceOp op;
+  int root;
+};
+
+// ring_all_reduce.cc (Patarasuk & Yuan 2009)
+void ring_all_reduce(Link& link, const CollArgs& args);
+void ring_reduce_scatter(Link& link, const CollArgs& args);
+void ring_all_gather(Link& link, const CollArgs& args);
+// chain.cc: pipelined chain from/to root
+void chain_broadcast(Link& link, const CollArgs& args);
+void chain_reduce(Link& link, const CollArgs& args);
+// tree.cc: binomial trees
+void tree_broadcast(Link& link, const CollArgs& args);
+void tree_reduce(Link& link, const CollArgs& args);
+void tree_all_reduce(Link& link, const CollArgs& args);
+// halving_doubling.cc (Thakur, Rabenseifner & Gropp 2005)
+void halving_doubling_all_reduce(Link& link, const CollArgs& args);
+// barrier.cc (Hensgen, Finkel & Manber 1988)
+void dissemination_barrier(Link& link);
+
+}  // namespace ringgrad::collectives

@@ -1,0 +1,137 @@
+// Local validation of a call's buffers, and the cross-rank comparison of call descriptors.
+#include "collectives/check.h"
+
+#include <algorithm>
+#include <cstring>
+#include <functional>
+#include <map>
+
+#include <fmt/format.h>
+
+namespace ringgrad::collectives {
+namespace {
+
+constexpr uint64_t kCheckTag = uint64_t{1} << 62;
+
+bool has_op(CollKind k) {
+  return k == CollKind::kReduce || k == CollKind::kAllReduce || k == CollKind::kReduceScatter;
+}
+bool has_root(CollKind k) { return k == CollKind::kBroadcast || k == CollKind::kReduce; }
+
+std::string contiguous(const char* name, std::ptrdiff_t stride) {
+  if (stride == 1) return {};
+  return fmt::format("{} buffer is not contiguous (stride {} elements); collectives need stride 1: "
+                     "make a contiguous copy first", name, stride);
+}
+
+// Same memory (in place at `inplace_offset` bytes of the larger buffer), or no overlap at all.
+std::string overlap(const void* small, std::size_t small_bytes, const void* large, std::size_t large_bytes,
+                    std::size_t inplace_offset) {
+  const auto s = reinterpret_cast<std::uintptr_t>(small), l = reinterpret_cast<std::uintptr_t>(large);
+  if (small_bytes == 0 || large_bytes == 0 || s == l + inplace_offset) return {};
+  if (s + small_bytes <= l || l + large_bytes <= s) return {};
+  return fmt::format("send and recv overlap without being in place (in place means the smaller buffer "
+                     "starts {} bytes into the larger)", inplace_offset);
+}
+
+}  // namespace
+
+std::string validate(CollKind kind, const ConstBuffer& send, const Buffer& recv, int root, int rank, int p) {
+  if (has_root(kind) && (root < 0 || root >= p))
+    return fmt::format("root {} is not a rank of this world of {}", root, p);
+  const bool uses_send = kind != CollKind::kBroadcast || rank == root;
+  const bool uses_recv = kind != CollKind::kReduce || rank == root;
+  if (uses_send) {
+    if (auto e = contiguous("send", send.stride); !e.empty()) return e;
+    if (send.data == nullptr && send.count > 0) return "send buffer is null";
+  }
+  if (uses_recv) {
+    if (auto e = contiguous("recv", recv.stride); !e.empty()) return e;
+    if (recv.data == nullptr && recv.count > 0) return "recv buffer is null";
+  }
+  if (!uses_send || !uses_recv) return {};
+  if (send.dtype != recv.dtype)
+    return fmt::format("send is {} but recv is {}", dtype_name(send.dtype), dtype_name(recv.dtype));
+  const std::size_t es = dtype_size(send.dtype), P = static_cast<std::size_t>(p), R = static_cast<std::size_t>(rank);
+  switch (kind) {
+    case CollKind::kAllGather:
+      if (recv.count != send.count * P)
+        return fmt::format("recv holds {} elements, all_gather needs send count {} x world size {} = {}",
+                           recv.count, send.count, p, send.count * P);
+      return overlap(send.data, send.count * es, recv.data, recv.count * es, R * send.count * es);
+    case CollKind::kReduceScatter:
+      if (send.count != recv.count * P)
+        return fmt::format("send holds {} elements, reduce_scatter needs recv count {} x world size {} = {}",
+                           send.count, recv.count, p, recv.count * P);
+      return overlap(recv.data, recv.count * es, send.data, send.count * es, R * recv.count * es);
+    default:
+      if (send.count != recv.count)
+        return fmt::format("send holds {} elements but recv holds {}", send.count, recv.count);
+      return overlap(send.data, send.count * es, recv.data, recv.count * es, 0);
+  }
+}
+
+Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo algo, std::size_t chunk_bytes,
+                         const std::string& invalid) {
+  Descriptor d{};
+  d.seq = seq;
+  d.count = args.count;
+  d.chunk_bytes = chunk_bytes;
+  d.root = has_root(kind) ? args.root : -1;
+  d.kind = static_cast<uint8_t>(kind);
+  d.dtype = kind == CollKind::kBarrier ? 0 : static_cast<uint8_t>(args.dtype);
+  d.op = has_op(kind) ? static_cast<uint8_t>(args.op) : 255;
+  d.algo = static_cast<uint8_t>(algo);
+  std::strncpy(d.invalid, invalid.c_str(), sizeof d.invalid - 1);
+  return d;
+}
+
+std::vector<Descriptor> exchange_descriptors(transport::Transport& t, const Descriptor& mine) {
+  const int p = t.world_size();
+  std::vector<Descriptor> all(static_cast<std::size_t>(p));
+  all[static_cast<std::size_t>(t.rank())] = mine;
+  std::vector<transport::Request> pending;
+  const auto out = std::as_bytes(std::span(&mine, 1));
+  for (int peer = 0; peer < p; ++peer) {
+    if (peer == t.rank()) continue;
+    pending.push_back(t.irecv(peer, std::as_writable_bytes(std::span(&all[static_cast<std::size_t>(peer)], 1)), kCheckTag));
+    pending.push_back(t.isend(peer, out, kCheckTag));
+  }
+  for (auto& r : pending) r.wait();
+  return all;
+}
+
+std::string find_disagreement(const std::vector<Descriptor>& all) {
+  for (std::size_t r = 0; r < all.size(); ++r)
+    if (all[r].invalid[0] != '\0')
+      return fmt::format("invalid arguments on rank {}: {}", r, std::string(all[r].invalid, strnlen(all[r].invalid, sizeof all[r].invalid)));
+  // For each field, ranks grouped by value: "1000 on ranks 0, 2; 999 on rank 1".
+  auto differ = [&](const char* field, const std::function<std::string(const Descriptor&)>& value) -> std::string {
+    std::map<std::string, std::vector<std::size_t>> groups;
+    for (std::size_t r = 0; r < all.size(); ++r) groups[value(all[r])].push_back(r);
+    if (groups.size() <= 1) return {};
+    std::vector<std::string> parts;
+    for (const auto& [v, ranks] : groups)
+      parts.push_back(fmt::format("{} on rank{} {}", v, ranks.size() > 1 ? "s" : "", fmt::join(ranks, ", ")));
+    return fmt::format("ranks disagree on {}: {}", field, fmt::join(parts, "; "));
+  };
+  const auto kind = [](const Descriptor& d) { return static_cast<CollKind>(d.kind); };
+  if (auto e = differ("the collective", [&](const Descriptor& d) {
+        return fmt::format("{} #{}", coll_name(kind(d)), d.seq);
+      }); !e.empty())
+    return e;
+  std::vector<std::string> found;
+  auto add = [&](std::string e) { if (!e.empty()) found.push_back(std::move(e)); };
+  add(differ("count", [](const Descriptor& d) { return std::to_string(d.count); }));
+  if (kind(all[0]) != CollKind::kBarrier)
+    add(differ("dtype", [](const Descriptor& d) { return std::string(dtype_name(static_cast<DType>(d.dtype))); }));
+  if (has_op(kind(all[0])))
+    add(differ("op", [](const Descriptor& d) { return std::string(reduce_op_name(static_cast<ReduceOp>(d.op))); }));
+  if (has_root(kind(all[0]))) add(differ("root", [](const Descriptor& d) { return std::to_string(d.root); }));
+  add(differ("algorithm (RINGGRAD_ALGO or the cost model differ)",
+             [](const Descriptor& d) { return std::string(algo_name(static_cast<Algo>(d.algo))); }));
+  add(differ("chunk_bytes (RINGGRAD_CHUNK_BYTES)", [](const Descriptor& d) { return std::to_string(d.chunk_bytes); }));
+  return fmt::format("{}", fmt::join(found, "; "));
+}
+
+}  // namespace ringgrad::collectives

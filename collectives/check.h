@@ -1,0 +1,42 @@
+// The argument check: each rank validates its own buffers, then (unless turned off) every
+// rank sends a small descriptor of its call to every other and all compare, so ranks that
+// disagree on kind, count, dtype, op, root or algorithm all throw the same named error.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "collectives/algo.h"
+#include "collectives/algorithms.h"
+#include "collectives/buffer.h"
+#include "transport/transport.h"
+
+namespace ringgrad::collectives {
+
+/// One rank's view of a collective call, as sent to the others (fixed size, 240 bytes).
+struct Descriptor {
+  uint64_t seq;
+  uint64_t count;
+  uint64_t chunk_bytes;
+  int32_t root;  // -1 when the collective has none
+  uint8_t kind, dtype, op, algo;  // op 255 when the collective has none
+  char invalid[208];              // this rank's validation error, "" when valid
+};
+
+/// Empty when the call is usable on this rank, else why not ("recv holds 10 elements, ...").
+/// `count` in `args` follows CollArgs' convention.
+std::string validate(CollKind kind, const ConstBuffer& send, const Buffer& recv, int root, int rank, int world_size);
+
+Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo algo, std::size_t chunk_bytes,
+                         const std::string& invalid);
+
+/// Every rank's descriptor, indexed by rank: one message to and from every peer, in parallel.
+/// Throws TransportError if a peer is dead or silent past the timeout.
+std::vector<Descriptor> exchange_descriptors(transport::Transport& transport, const Descriptor& mine);
+
+/// Empty when all agree and are valid; otherwise e.g. "ranks disagree on count: 1000 on
+/// ranks 0, 2; 999 on rank 1" or "invalid arguments on rank 1: ...". The same on every rank.
+std::string find_disagreement(const std::vector<Descriptor>& all);
+
+}  // namespace ringgrad::collectives

@@ -1,0 +1,310 @@
+// Communicator: issue order -> sequence numbers, a queue run by one worker thread (or inline
+// for a blocking call when nothing is queued: no thread hand-off on the latency path), argument
+// validation, and the dispatch from (collective, algorithm) to the algorithm files.
+#include "collectives/communicator.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "collectives/algorithms.h"
+#include "collectives/check.h"
+#include "collectives/link.h"
+
+namespace ringgrad::collectives {
+
+struct Work::State {
+  std::mutex mutex;
+  std::condition_variable cv;
+  bool done = false;
+  std::exception_ptr error;
+};
+
+struct Communicator::Task {
+  CollKind kind;
+  Algo algo = Algo::kAuto;  // resolved: never kAuto for a collective that has algorithms
+  CollArgs args{};
+  int peer = -1;
+  uint64_t tag = 0;
+  uint64_t seq = 0;
+  std::string invalid;  // why this rank's arguments are unusable, or empty
+  std::shared_ptr<Work::State> state;
+};
+
+namespace {
+
+constexpr uint64_t kP2PTagBit = uint64_t{1} << 63;
+
+bool is_collective(CollKind kind) { return kind != CollKind::kSend && kind != CollKind::kRecv; }
+
+std::size_t env_size(const char* name, std::size_t fallback) {
+  const char* v = std::getenv(name);
+  if (v == nullptr || *v == '\0') return fallback;
+  char* end = nullptr;
+  const unsigned long long x = std::strtoull(v, &end, 10);
+  if (*end != '\0') throw std::invalid_argument(fmt::format("{}='{}' is not a whole number", name, v));
+  return static_cast<std::size_t>(x);
+}
+
+void complete(Work::State& state, std::exception_ptr error) {
+  {
+    std::lock_guard lock(state.mutex);
+    state.done = true;
+    state.error = std::move(error);
+  }
+  state.cv.notify_all();
+}
+
+}  // namespace
+
+CommOptions CommOptions::from_env() {
+  CommOptions o;
+  o.check_args = env_size("RINGGRAD_CHECK", 1) != 0;
+  if (const char* a = std::getenv("RINGGRAD_ALGO"); a != nullptr && *a != '\0') o.algo = parse_algo(a);
+  o.chunk_bytes = env_size("RINGGRAD_CHUNK_BYTES", o.chunk_bytes);
+  if (o.chunk_bytes == 0 || o.chunk_bytes % 8 != 0)
+    throw std::invalid_argument(fmt::format("RINGGRAD_CHUNK_BYTES={} must be a positive multiple of 8", o.chunk_bytes));
+  o.model.chunk_bytes = o.chunk_bytes;
+  return o;
+}
+
+void Work::wait() {
+  if (!state_) return;
+  std::unique_lock lock(state_->mutex);
+  state_->cv.wait(lock, [&] { return state_->done; });
+  if (state_->error) std::rethrow_exception(state_->error);
+}
+
+bool Work::completed() const {
+  if (!state_) return true;
+  std::lock_guard lock(state_->mutex);
+  return state_->done;
+}
+
+Communicator::Communicator(const transport::Config& config, CommOptions options)
+    : Communicator(std::make_unique<transport::Transport>(config), std::move(options)) {}
+
+Communicator::Communicator(std::unique_ptr<transport::Transport> transport, CommOptions options)
+    : transport_(std::move(transport)),
+      options_(std::move(options)),
+      rank_(transport_->rank()),
+      world_size_(transport_->world_size()) {
+  if (options_.chunk_bytes == 0 || options_.chunk_bytes % 8 != 0)
+    throw std::invalid_argument(fmt::format("chunk_bytes {} must be a positive multiple of 8", options_.chunk_bytes));
+  worker_ = std::thread([this] { worker_loop(); });
+}
+
+Communicator::~Communicator() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  worker_.join();
+}
+
+void Communicator::set_cost_model(const CostModel& model) {
+  std::lock_guard lock(mutex_);
+  options_.model = model;
+}
+
+Algo Communicator::resolve(CollKind kind, Algo algo, std::size_t n) const {
+  if (algo != Algo::kAuto) return algo;
+  if (has_algo(kind, options_.algo)) return options_.algo;
+  if (!has_algo(kind, Algo::kRing)) return Algo::kAuto;  // barrier, send, recv
+  std::lock_guard lock(mutex_);
+  return options_.model.choose(kind, n, world_size_);
+}
+
+void Communicator::worker_loop() {
+  std::unique_lock lock(mutex_);
+  for (;;) {
+    cv_.wait(lock, [&] { return (!queue_.empty() && !running_) || (stop_ && queue_.empty() && !running_); });
+    if (queue_.empty()) return;
+    std::unique_ptr<Task> task = std::move(queue_.front());
+    queue_.pop_front();
+    running_ = true;
+    lock.unlock();
+    execute(*task);
+    lock.lock();
+    running_ = false;
+    cv_.notify_all();
+  }
+}
+
+Work Communicator::submit(Task task, bool blocking) {
+  auto state = std::make_shared<Work::State>();
+  task.state = state;
+  std::unique_lock lock(mutex_);
+  if (!broken_.empty())
+    throw transport::TransportError(fmt::format("{} on rank {}: the communicator is broken by an earlier error: {}",
+                                                coll_name(task.kind), rank_, broken_));
+  if (!task.invalid.empty() && (!options_.check_args || !is_collective(task.kind)))
+    throw CollectiveError(fmt::format("{} on rank {}: {}", coll_name(task.kind), rank_, task.invalid));
+  if (is_collective(task.kind)) task.seq = next_seq_++;
+  if (blocking && queue_.empty() && !running_) {
+    running_ = true;  // run on the caller's thread: no hand-off to the worker and back
+    lock.unlock();
+    execute(task);
+    lock.lock();
+    running_ = false;
+    cv_.notify_all();
+    lock.unlock();
+    Work(state).wait();
+    return Work();
+  }
+  queue_.push_back(std::make_unique<Task>(std::move(task)));
+  lock.unlock();
+  cv_.notify_all();
+  Work work(state);
+  if (blocking) work.wait();
+  return work;
+}
+
+void Communicator::execute(Task& task) {
+  std::exception_ptr error;
+  {
+    std::lock_guard lock(mutex_);
+    if (!broken_.empty())
+      error = std::make_exception_ptr(transport::TransportError(fmt::format(
+          "{} on rank {}: the communicator is broken by an earlier error: {}", coll_name(task.kind), rank_, broken_)));
+  }
+  if (!error) {
+    try {
+      check_agreement(task);
+      Link link(*transport_, is_collective(task.kind) ? task.seq : kP2PTagBit | task.tag, options_.chunk_bytes, scratch_);
+      const CollArgs& a = task.args;
+      switch (task.kind) {
+        case CollKind::kBroadcast:
+          (task.algo == Algo::kTree ? tree_broadcast : chain_broadcast)(link, a);
+          break;
+        case CollKind::kReduce:
+          (task.algo == Algo::kTree ? tree_reduce : chain_reduce)(link, a);
+          break;
+        case CollKind::kAllReduce:
+          if (task.algo == Algo::kTree) tree_all_reduce(link, a);
+          else if (task.algo == Algo::kHalvingDoubling) halving_doubling_all_reduce(link, a);
+          else ring_all_reduce(link, a);
+          break;
+        case CollKind::kAllGather: ring_all_gather(link, a); break;
+        case CollKind::kReduceScatter: ring_reduce_scatter(link, a); break;
+        case CollKind::kBarrier: dissemination_barrier(link); break;
+        case CollKind::kSend: link.send(task.peer, a.send, a.count * dtype_size(a.dtype)); break;
+        case CollKind::kRecv: link.recv(task.peer, a.recv, a.count * dtype_size(a.dtype)); break;
+      }
+    } catch (const CollectiveError&) {
+      error = std::current_exception();  // found before any data moved: still usable
+    } catch (const std::exception& e) {
+      error = std::current_exception();
+      std::lock_guard lock(mutex_);
+      broken_ = e.what();
+      // Abort: closing every connection makes the peers fail now instead of at their timeout.
+      transport_.reset();
+    }
+  }
+  complete(*task.state, error);
+}
+
+void Communicator::check_agreement(const Task& task) {
+  if (!is_collective(task.kind) || !options_.check_args) return;
+  Descriptor mine = describe_call(task.kind, task.seq, task.args, task.algo, options_.chunk_bytes, task.invalid);
+  std::vector<Descriptor> all = exchange_descriptors(*transport_, mine);
+  if (std::string why = find_disagreement(all); !why.empty())
+    throw CollectiveError(fmt::format("{} #{} on rank {}: {}", coll_name(task.kind), task.seq, rank_, why));
+}
+
+// --- The public calls: build a Task (validating it), then submit it. -------------------------
+
+namespace {
+
+// A collective's Task: count and dtype by NCCL's convention, the algorithm resolved, and this
+// rank's validation error (reported on every rank by the check, or thrown here without it).
+Communicator::Task collective(const Communicator& comm, CollKind kind, ConstBuffer send, Buffer recv,
+                              ReduceOp op, int root, Algo algo) {
+  Communicator::Task t{};
+  t.kind = kind;
+  const int p = comm.world_size();
+  const bool count_from_recv = kind == CollKind::kBroadcast || kind == CollKind::kReduceScatter;
+  const std::size_t count = count_from_recv ? recv.count : send.count;
+  const DType dtype = count_from_recv ? recv.dtype : send.dtype;
+  t.args = CollArgs{static_cast<const std::byte*>(send.data), static_cast<std::byte*>(recv.data), count, dtype, op, root};
+  t.invalid = validate(kind, send, recv, root, comm.rank(), p);
+  if (algo != Algo::kAuto && !has_algo(kind, algo) && kind != CollKind::kBarrier)
+    t.invalid = fmt::format("{} has no '{}' algorithm (it has: ring{})", coll_name(kind), algo_name(algo),
+                            kind == CollKind::kAllReduce ? ", tree, hd" : has_algo(kind, Algo::kTree) ? ", tree" : "");
+  const bool per_rank = kind == CollKind::kAllGather || kind == CollKind::kReduceScatter;
+  const std::size_t n = count * dtype_size(dtype) * (per_rank ? static_cast<std::size_t>(p) : 1);
+  t.algo = t.invalid.empty() ? comm.resolve(kind, algo, n) : Algo::kAuto;
+  return t;
+}
+
+Communicator::Task point_to_point(const Communicator& comm, CollKind kind, ConstBuffer send, Buffer recv, int peer,
+                                  uint64_t tag) {
+  Communicator::Task t{};
+  t.kind = kind;
+  const bool is_send = kind == CollKind::kSend;
+  t.args = CollArgs{static_cast<const std::byte*>(send.data), static_cast<std::byte*>(recv.data),
+                    is_send ? send.count : recv.count, is_send ? send.dtype : recv.dtype, ReduceOp::SUM, -1};
+  t.peer = peer;
+  t.tag = tag & ~(uint64_t{3} << 62);
+  if (peer < 0 || peer >= comm.world_size() || peer == comm.rank())
+    t.invalid = fmt::format("peer {} is not another rank of this world of {}", peer, comm.world_size());
+  else if (auto stride = is_send ? send.stride : recv.stride; stride != 1)
+    t.invalid = fmt::format("buffer is not contiguous (stride {} elements); make a contiguous copy first", stride);
+  return t;
+}
+
+const Buffer kNoRecv{};
+
+}  // namespace
+
+Work Communicator::broadcast_async(ConstBuffer send, Buffer recv, int root, Algo algo) {
+  return submit(collective(*this, CollKind::kBroadcast, send, recv, ReduceOp::SUM, root, algo), false);
+}
+Work Communicator::reduce_async(ConstBuffer send, Buffer recv, ReduceOp op, int root, Algo algo) {
+  return submit(collective(*this, CollKind::kReduce, send, recv, op, root, algo), false);
+}
+Work Communicator::all_reduce_async(ConstBuffer send, Buffer recv, ReduceOp op, Algo algo) {
+  return submit(collective(*this, CollKind::kAllReduce, send, recv, op, -1, algo), false);
+}
+Work Communicator::all_gather_async(ConstBuffer send, Buffer recv, Algo algo) {
+  return submit(collective(*this, CollKind::kAllGather, send, recv, ReduceOp::SUM, -1, algo), false);
+}
+Work Communicator::reduce_scatter_async(ConstBuffer send, Buffer recv, ReduceOp op, Algo algo) {
+  return submit(collective(*this, CollKind::kReduceScatter, send, recv, op, -1, algo), false);
+}
+Work Communicator::barrier_async() {
+  return submit(collective(*this, CollKind::kBarrier, {}, {}, ReduceOp::SUM, -1, Algo::kAuto), false);
+}
+Work Communicator::send_async(ConstBuffer data, int peer, uint64_t tag) {
+  return submit(point_to_point(*this, CollKind::kSend, data, kNoRecv, peer, tag), false);
+}
+Work Communicator::recv_async(Buffer data, int peer, uint64_t tag) {
+  return submit(point_to_point(*this, CollKind::kRecv, {}, data, peer, tag), false);
+}
+
+void Communicator::broadcast(ConstBuffer send, Buffer recv, int root, Algo algo) {
+  submit(collective(*this, CollKind::kBroadcast, send, recv, ReduceOp::SUM, root, algo), true);
+}
+void Communicator::reduce(ConstBuffer send, Buffer recv, ReduceOp op, int root, Algo algo) {
+  submit(collective(*this, CollKind::kReduce, send, recv, op, root, algo), true);
+}
+void Communicator::all_reduce(ConstBuffer send, Buffer recv, ReduceOp op, Algo algo) {
+  submit(collective(*this, CollKind::kAllReduce, send, recv, op, -1, algo), true);
+}
+void Communicator::all_gather(ConstBuffer send, Buffer recv, Algo algo) {
+  submit(collective(*this, CollKind::kAllGather, send, recv, ReduceOp::SUM, -1, algo), true);
+}
+void Communicator::reduce_scatter(ConstBuffer send, Buffer recv, ReduceOp op, Algo algo) {
+  submit(collective(*this, CollKind::kReduceScatter, send, recv, op, -1, algo), true);
+}
+void Communicator::barrier() { submit(collective(*this, CollKind::kBarrier, {}, {}, ReduceOp::SUM, -1, Algo::kAuto), true); }
+void Communicator::send(ConstBuffer data, int peer, uint64_t tag) {
+  submit(point_to_point(*this, CollKind::kSend, data, kNoRecv, peer, tag), true);
+}
+void Communicator::recv(Buffer data, int peer, uint64_t tag) {
+  submit(point_to_point(*this, CollKind::kRecv, {}, data, peer, tag), true);
+}
+
+}  // namespace ringgrad::collectives

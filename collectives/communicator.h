@@ -1,0 +1,142 @@
+// Communicator: a process group over the transport, with NCCL's collectives (broadcast, reduce,
+// all_reduce, all_gather, reduce_scatter), barrier and send/recv, blocking and asynchronous.
+// Collectives issued in the same order on every rank are matched by sequence number and run,
+// in that order, on one worker thread per communicator, so they progress while the caller computes.
+#pragma once
+
+#include <condition_variable>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "collectives/algo.h"
+#include "collectives/buffer.h"
+#include "collectives/cost_model.h"
+#include "collectives/dtype.h"
+#include "transport/transport.h"
+
+namespace ringgrad::collectives {
+
+/// Invalid arguments (on any rank) or ranks that disagree on a collective's kind, count,
+/// dtype, op, root or algorithm. Thrown on every rank, naming the ranks and the values; no
+/// data has moved, so the communicator stays usable. Transport failures (dead peer, timeout)
+/// throw transport::TransportError instead and leave the communicator broken.
+class CollectiveError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct CommOptions {
+  /// Before each collective, every rank sends a 240-byte descriptor of its call to every other (one extra
+  /// message latency) and all compare: RINGGRAD_CHECK=0 turns it off.
+  bool check_args = true;
+  /// Default algorithm for calls that pass Algo::kAuto: RINGGRAD_ALGO=ring|tree|hd|auto. A
+  /// collective that lacks the named algorithm falls back to auto.
+  Algo algo = Algo::kAuto;
+  /// Transfers travel in pieces of this many bytes (a multiple of 8): RINGGRAD_CHUNK_BYTES.
+  std::size_t chunk_bytes = 512 << 10;
+  /// Constants for Algo::kAuto; see calibrate().
+  CostModel model{};
+
+  /// Defaults overridden by the environment variables above; throws std::invalid_argument.
+  static CommOptions from_env();
+};
+
+/// Handle of an asynchronous operation. The buffers must stay valid until wait() returns.
+class Work {
+ public:
+  Work() = default;  // already complete
+  /// Blocks until the operation finished; rethrows its error (CollectiveError, TransportError).
+  void wait();
+  /// Whether it finished (successfully or not), without blocking.
+  bool completed() const;
+
+  struct State;
+
+ private:
+  friend class Communicator;
+  explicit Work(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  std::shared_ptr<State> state_;
+};
+
+class Communicator {
+ public:
+  /// Joins the job described by config (see transport::Transport). Throws TransportError.
+  explicit Communicator(const transport::Config& config, CommOptions options = CommOptions::from_env());
+  explicit Communicator(std::unique_ptr<transport::Transport> transport, CommOptions options = CommOptions::from_env());
+  /// Finishes the queued operations, then closes the connections.
+  ~Communicator();
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  int rank() const { return rank_; }
+  int world_size() const { return world_size_; }
+  const CommOptions& options() const { return options_; }
+  /// Replaces the cost model; it must be the same on every rank (calibrate() ensures it).
+  void set_cost_model(const CostModel& model);
+  /// The algorithm a call of `kind` on n bytes (nccl-tests' size) with `algo` will run.
+  Algo resolve(CollKind kind, Algo algo, std::size_t n) const;
+
+  // Blocking collectives. Every rank calls each one, in the same order. In place when recv and
+  // send are the same memory (all_gather: send == recv + rank*count; reduce_scatter:
+  // recv == send + rank*count, NCCL's convention). Errors: CollectiveError, TransportError.
+
+  /// Copies root's send (count elements) into every rank's recv (count elements).
+  /// Non-root ranks may pass an empty send; only its dtype and the recv count matter there.
+  void broadcast(ConstBuffer send, Buffer recv, int root, Algo algo = Algo::kAuto);
+  /// recv at root = op over ranks of send, element-wise (count elements); recv is ignored elsewhere.
+  void reduce(ConstBuffer send, Buffer recv, ReduceOp op, int root, Algo algo = Algo::kAuto);
+  /// recv = op over ranks of send, element-wise, on every rank (count elements each).
+  void all_reduce(ConstBuffer send, Buffer recv, ReduceOp op, Algo algo = Algo::kAuto);
+  /// recv (count * p elements) = the concatenation of every rank's send (count), in rank order.
+  void all_gather(ConstBuffer send, Buffer recv, Algo algo = Algo::kAuto);
+  /// recv (count) = block `rank` of op over ranks of send (count * p elements).
+  void reduce_scatter(ConstBuffer send, Buffer recv, ReduceOp op, Algo algo = Algo::kAuto);
+  /// Returns once every rank has entered it (dissemination barrier).
+  void barrier();
+  /// Point-to-point, matched with the peer's recv/send of the same size and tag in issue order.
+  void send(ConstBuffer data, int peer, uint64_t tag = 0);
+  void recv(Buffer data, int peer, uint64_t tag = 0);
+
+  // Asynchronous forms: queued and run in issue order on the worker thread.
+  Work broadcast_async(ConstBuffer send, Buffer recv, int root, Algo algo = Algo::kAuto);
+  Work reduce_async(ConstBuffer send, Buffer recv, ReduceOp op, int root, Algo algo = Algo::kAuto);
+  Work all_reduce_async(ConstBuffer send, Buffer recv, ReduceOp op, Algo algo = Algo::kAuto);
+  Work all_gather_async(ConstBuffer send, Buffer recv, Algo algo = Algo::kAuto);
+  Work reduce_scatter_async(ConstBuffer send, Buffer recv, ReduceOp op, Algo algo = Algo::kAuto);
+  Work barrier_async();
+  Work send_async(ConstBuffer data, int peer, uint64_t tag = 0);
+  Work recv_async(Buffer data, int peer, uint64_t tag = 0);
+
+  struct Task;
+
+ private:
+  Work submit(Task task, bool blocking);
+  void execute(Task& task);
+  void check_agreement(const Task& task);
+  void worker_loop();
+
+  std::unique_ptr<transport::Transport> transport_;
+  CommOptions options_;
+  int rank_;
+  int world_size_;
+  std::vector<std::byte> scratch_;  // used only by the thread running a task
+
+  mutable std::mutex mutex_;
+  std::condition_variable cv_;
+  std::deque<std::unique_ptr<Task>> queue_;
+  bool running_ = false;  // a task runs (on the worker or inline on a caller)
+  bool stop_ = false;
+  std::string broken_;   // first transport error; later calls fail with it
+  uint64_t next_seq_ = 0;
+  std::thread worker_;
+};
+
+}  // namespace ringgrad::collectives

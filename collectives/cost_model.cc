@@ -1,0 +1,63 @@
+// Cost formulas of every algorithm, and the per-call choice among them. n bytes, p ranks,
+// L = ceil(log2 p), q = the largest power of two <= p, k = pieces of chunk_bytes.
+#include "collectives/cost_model.h"
+
+#include <bit>
+#include <cmath>
+#include <limits>
+
+#include <fmt/format.h>
+
+namespace ringgrad::collectives {
+
+double CostModel::predict(CollKind kind, Algo algo, std::size_t bytes, int p) const {
+  if (p <= 1) return 0.0;
+  const double n = static_cast<double>(bytes), P = p;
+  const double L = std::ceil(std::log2(P));
+  const double q = static_cast<double>(std::bit_floor(static_cast<unsigned>(p)));
+  const double k = std::max(1.0, std::ceil(n / static_cast<double>(chunk_bytes)));
+  const double a = alpha, b = beta, g = gamma;
+  switch (kind) {
+    case CollKind::kAllReduce:
+      if (algo == Algo::kRing) return 2 * (P - 1) * a + 2 * (P - 1) / P * n * b + (P - 1) / P * n * g;
+      if (algo == Algo::kTree) return 2 * L * a + L * n * (2 * b + g);
+      if (algo == Algo::kHalvingDoubling)
+        return 2 * std::log2(q) * a + 2 * (q - 1) / q * n * b + (q - 1) / q * n * g +
+               (q < P ? 2 * a + 2 * n * b + n * g : 0.0);
+      break;
+    case CollKind::kBroadcast:
+      if (algo == Algo::kRing) return (P - 2 + k) * (a + n / k * b);
+      if (algo == Algo::kTree) return L * (a + n * b);
+      break;
+    case CollKind::kReduce:
+      if (algo == Algo::kRing) return (P - 2 + k) * (a + n / k * (b + g));
+      if (algo == Algo::kTree) return L * (a + n * (b + g));
+      break;
+    case CollKind::kAllGather:
+      if (algo == Algo::kRing) return (P - 1) * a + (P - 1) / P * n * b;
+      break;
+    case CollKind::kReduceScatter:
+      if (algo == Algo::kRing) return (P - 1) * a + (P - 1) / P * n * (b + g);
+      break;
+    default: break;
+  }
+  return std::numeric_limits<double>::infinity();
+}
+
+Algo CostModel::choose(CollKind kind, std::size_t n, int p) const {
+  Algo best = Algo::kRing;
+  double best_t = std::numeric_limits<double>::infinity();
+  for (Algo a : {Algo::kRing, Algo::kTree, Algo::kHalvingDoubling}) {
+    if (!has_algo(kind, a)) continue;
+    const double t = predict(kind, a, n, p);
+    if (t < best_t) best = a, best_t = t;
+  }
+  return best;
+}
+
+std::string CostModel::describe() const {
+  return fmt::format("alpha {:.2f} us, beta {:.3f} ns/B ({:.2f} GB/s), gamma {:.3f} ns/B ({:.2f} GB/s)",
+                     alpha * 1e6, beta * 1e9, 1e-9 / beta, gamma * 1e9, 1e-9 / gamma);
+}
+
+}  // namespace ringgrad::collectives
