@@ -1,0 +1,86 @@
+#include "nn/module.h"
+
+#include <fmt/format.h>
+
+#include <set>
+#include <stdexcept>
+
+#include "tensor/view.h"
+
+namespace ringgrad::nn {
+
+Tensor Module::register_parameter(std::string name, Tensor t) {
+  t.set_requires_grad(true);
+  parameters_.emplace_back(std::move(name), t);
+  return t;
+}
+
+Tensor Module::register_buffer(std::string name, Tensor t) {
+  buffers_.emplace_back(std::move(name), t);
+  return t;
+}
+
+void Module::collect(const std::string& prefix, NamedTensors& out, bool buffers) const {
+  for (const auto& [name, t] : buffers ? buffers_ : parameters_) out.emplace_back(prefix + name, t);
+  for (const auto& [name, child] : children_) child->collect(prefix + name + ".", out, buffers);
+}
+
+NamedTensors Module::named_parameters() const {
+  NamedTensors out;
+  collect("", out, false);
+  return out;
+}
+
+std::vector<Tensor> Module::parameters() const {
+  std::vector<Tensor> out;
+  for (auto& [name, t] : named_parameters()) out.push_back(t);
+  return out;
+}
+
+NamedTensors Module::named_buffers() const {
+  NamedTensors out;
+  collect("", out, true);
+  return out;
+}
+
+StateDict Module::state_dict() const {
+  StateDict state;
+  for (auto& [name, t] : named_parameters()) state.emplace(name, t);
+  for (auto& [name, t] : named_buffers()) state.emplace(name, t);
+  return state;
+}
+
+void Module::load_state_dict(const StateDict& state, bool strict) {
+  std::set<std::string> used;
+  for (auto& [name, t] : state_dict()) {
+    auto it = state.find(name);
+    if (it == state.end()) {
+      if (strict) throw std::invalid_argument("load_state_dict: missing key '" + name + "'");
+      continue;
+    }
+    const Tensor& src = it->second;
+    if (src.shape() != t.shape() || src.dtype() != t.dtype()) {
+      throw std::invalid_argument(fmt::format("load_state_dict: '{}' is {} {} in the checkpoint, {} {} in the model",
+                                              name, dtype_name(src.dtype()), shape_str(src.shape()),
+                                              dtype_name(t.dtype()), shape_str(t.shape())));
+    }
+    kernels::copy_(t, src);
+    used.insert(name);
+  }
+  if (strict) {
+    for (auto& [name, t] : state) {
+      if (!used.count(name)) throw std::invalid_argument("load_state_dict: unexpected key '" + name + "'");
+    }
+  }
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::zero_grad() {
+  for (Tensor p : parameters()) p.set_grad(Tensor());
+}
+
+}  // namespace ringgrad::nn

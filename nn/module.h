@@ -1,0 +1,73 @@
+// Module: the base of every layer and model, as torch.nn.Module. It owns named parameters
+// (leaf tensors that require grad), buffers (state that is saved but not trained) and child
+// modules, so a whole model can be walked, saved, loaded and switched between train and eval.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace ringgrad::nn {
+
+/// Name -> tensor, with dotted paths for nested modules ("blocks.0.attn.weight").
+using NamedTensors = std::vector<std::pair<std::string, Tensor>>;
+using StateDict = std::map<std::string, Tensor>;
+
+class Module {
+ public:
+  Module() = default;
+  virtual ~Module() = default;
+  Module(const Module&) = delete;
+  Module& operator=(const Module&) = delete;
+
+  /// The module's computation on one input.
+  virtual Tensor forward(const Tensor& x) = 0;
+  Tensor operator()(const Tensor& x) { return forward(x); }
+
+  /// Parameters of this module and its children, depth-first in registration order.
+  NamedTensors named_parameters() const;
+  std::vector<Tensor> parameters() const;
+  NamedTensors named_buffers() const;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const { return children_; }
+
+  /// Parameters and buffers by name: what a checkpoint holds.
+  StateDict state_dict() const;
+  /// Copies each tensor of `state` into the parameter or buffer of that name, in place (so
+  /// optimizers holding the parameters keep working). With `strict`, a missing or unexpected
+  /// name, or a shape or dtype that differs, throws std::invalid_argument naming it.
+  void load_state_dict(const StateDict& state, bool strict = true);
+
+  /// Training mode (dropout active) for this module and its children.
+  void train(bool on = true);
+  void eval() { train(false); }
+  bool is_training() const { return training_; }
+
+  /// Resets every parameter's gradient to undefined (PyTorch's set_to_none=True).
+  void zero_grad();
+
+ protected:
+  /// Registers a parameter (marks it requires_grad) and returns the handle to keep.
+  Tensor register_parameter(std::string name, Tensor t);
+  /// Registers a buffer: saved in state_dict, never trained.
+  Tensor register_buffer(std::string name, Tensor t);
+  /// Registers a child module and returns it.
+  template <typename M>
+  std::shared_ptr<M> register_module(std::string name, std::shared_ptr<M> child) {
+    children_.emplace_back(std::move(name), child);
+    return child;
+  }
+
+ private:
+  void collect(const std::string& prefix, NamedTensors& out, bool buffers) const;
+
+  NamedTensors parameters_;
+  NamedTensors buffers_;
+  std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
+  bool training_ = true;
+};
+
+}  // namespace ringgrad::nn

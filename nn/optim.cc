@@ -1,0 +1,98 @@
+#include "nn/optim.h"
+
+#include <cmath>
+#include <stdexcept>
+#include <type_traits>
+
+#include "nn/optim_kernels.h"
+#include "tensor/elementwise.h"
+
+namespace ringgrad::nn {
+namespace {
+
+void check_contiguous(const Tensor& p, const char* op) {
+  if (!p.is_contiguous()) throw std::invalid_argument(std::string(op) + ": parameters must be contiguous");
+}
+
+}  // namespace
+
+Optimizer::Optimizer(std::vector<ParamGroup> groups, double lr) : groups_(std::move(groups)), lr_(lr) {}
+
+void Optimizer::zero_grad() {
+  for (auto& group : groups_) {
+    for (Tensor p : group.params) p.set_grad(Tensor());
+  }
+}
+
+SGD::SGD(std::vector<ParamGroup> groups, double lr, double momentum)
+    : Optimizer(std::move(groups), lr), momentum_(momentum) {
+  for (auto& group : groups_) buffers_.emplace_back(group.params.size());
+}
+
+void SGD::step() {
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+    for (std::size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
+      const Tensor& p = groups_[gi].params[pi];
+      const Tensor g = p.grad();
+      if (!g.defined()) continue;
+      check_contiguous(p, "SGD");
+      Tensor& buf = buffers_[gi][pi];
+      if (!buf.defined()) buf = Tensor::zeros(p.shape(), p.dtype());
+      dispatch_floating(p.dtype(), "SGD", [&]<typename T>() {
+        sgd_update(p.data<T>(), g.data<T>(), buf.data<T>(), p.numel(), lr_, momentum_, groups_[gi].weight_decay);
+      });
+    }
+  }
+}
+
+Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled_weight_decay)
+    : Optimizer(std::move(groups), options.lr), options_(options), decoupled_(decoupled_weight_decay) {
+  for (auto& group : groups_) {
+    exp_avg.emplace_back(group.params.size());
+    exp_avg_sq.emplace_back(group.params.size());
+  }
+}
+
+void Adam::step() {
+  ++step_;
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+    const AdamStep s{lr_, options_.beta1, options_.beta2, options_.eps, groups_[gi].weight_decay, step_, decoupled_};
+    for (std::size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
+      const Tensor& p = groups_[gi].params[pi];
+      const Tensor g = p.grad();
+      if (!g.defined()) continue;
+      check_contiguous(p, "Adam");
+      Tensor& m = exp_avg[gi][pi];
+      Tensor& v = exp_avg_sq[gi][pi];
+      if (!m.defined()) {
+        m = Tensor::zeros(p.shape(), p.dtype());
+        v = Tensor::zeros(p.shape(), p.dtype());
+      }
+      dispatch_floating(p.dtype(), "Adam", [&]<typename T>() {
+        adam_update(p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(), p.numel(), s);
+      });
+    }
+  }
+}
+
+double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
+  double total_sq = 0;
+  for (const Tensor& p : params) {
+    const Tensor g = p.grad();
+    if (!g.defined()) continue;
+    dispatch_floating(g.dtype(), "clip_grad_norm_", [&]<typename T>() {
+      const T* d = g.data<T>();
+      for (std::int64_t i = 0; i < g.numel(); ++i) total_sq += static_cast<double>(d[i]) * d[i];
+    });
+  }
+  const double total = std::sqrt(total_sq);
+  const double scale = max_norm / (total + 1e-6);  // the 1e-6 is PyTorch's
+  if (scale < 1) {
+    for (const Tensor& p : params) {
+      if (p.grad().defined()) kernels::mul_(p.grad(), scale);
+    }
+  }
+  return total;
+}
+
+}  // namespace ringgrad::nn

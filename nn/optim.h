@@ -1,0 +1,90 @@
+// Optimizers: SGD with momentum, Adam and AdamW, and gradient-norm clipping, with PyTorch's
+// update rules and names. Each update is a loop over flat arrays (nn/optim_kernels.h), so the
+// sharded optimizers of ZeRO can run the same arithmetic on a slice of each parameter.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tensor/tensor.h"
+
+namespace ringgrad::nn {
+
+/// Parameters that share a weight decay (e.g. decay for matrices, none for biases and norms).
+struct ParamGroup {
+  std::vector<Tensor> params;
+  double weight_decay = 0.0;
+};
+
+class Optimizer {
+ public:
+  Optimizer(std::vector<ParamGroup> groups, double lr);
+  virtual ~Optimizer() = default;
+  Optimizer(const Optimizer&) = delete;
+  Optimizer& operator=(const Optimizer&) = delete;
+
+  /// One update of every parameter that has a gradient (parameters without one are skipped).
+  virtual void step() = 0;
+  /// Resets every parameter's gradient to undefined.
+  void zero_grad();
+
+  double lr() const { return lr_; }
+  void set_lr(double lr) { lr_ = lr; }
+  const std::vector<ParamGroup>& param_groups() const { return groups_; }
+
+ protected:
+  std::vector<ParamGroup> groups_;
+  double lr_;
+};
+
+/// SGD with momentum and L2 weight decay (torch.optim.SGD, dampening 0):
+/// g += wd p;  buf = momentum buf + g;  p -= lr buf.
+class SGD : public Optimizer {
+ public:
+  SGD(std::vector<ParamGroup> groups, double lr, double momentum = 0.0);
+  void step() override;
+
+ private:
+  double momentum_;
+  std::vector<std::vector<Tensor>> buffers_;  // [group][param], made on first step
+};
+
+struct AdamOptions {
+  double lr = 1e-3;
+  double beta1 = 0.9;
+  double beta2 = 0.999;
+  double eps = 1e-8;
+};
+
+/// Adam (Kingma & Ba 2015) with bias correction. Weight decay is L2 (added to the gradient)
+/// unless `decoupled_weight_decay`, which gives AdamW (Loshchilov & Hutter 2019):
+/// p -= lr wd p before the Adam step. The decay rate comes from each ParamGroup.
+class Adam : public Optimizer {
+ public:
+  Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled_weight_decay = false);
+  void step() override;
+  /// Number of steps taken (the t of the bias correction).
+  std::int64_t steps() const { return step_; }
+
+  /// Per-parameter first and second moments, [group][param]; undefined before the first step.
+  /// Exposed for checkpoints.
+  std::vector<std::vector<Tensor>> exp_avg, exp_avg_sq;
+  void set_steps(std::int64_t steps) { step_ = steps; }
+
+ private:
+  AdamOptions options_;
+  bool decoupled_;
+  std::int64_t step_ = 0;
+};
+
+/// Adam with decoupled weight decay (torch.optim.AdamW).
+class AdamW : public Adam {
+ public:
+  AdamW(std::vector<ParamGroup> groups, AdamOptions options) : Adam(std::move(groups), options, true) {}
+};
+
+/// Scales every gradient by min(1, max_norm / total) where total is the L2 norm of all
+/// gradients together (torch.nn.utils.clip_grad_norm_). Returns total, before clipping.
+double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm);
+
+}  // namespace ringgrad::nn
