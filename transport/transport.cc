@@ -1,32 +1,160 @@
-// Placeholder bodies so that code written against transport.h links; replaced by the engine.
+// Transport: joins the job (store, rendezvous), then owns the connections and the progress
+// thread that drives asynchronous operations. Request is a thin handle on a heap Op.
+
 #include "transport/transport.h"
+
+#include <thread>
+#include <vector>
+
+#include <asio/executor_work_guard.hpp>
+#include <asio/io_context.hpp>
+#include <fmt/format.h>
+
+#include "transport/connection.h"
+#include "transport/rendezvous.h"
+#include "transport/store_server.h"
 
 namespace ringgrad::transport {
 namespace detail {
-struct Op {};
-class Engine {};
+
+class Engine {
+ public:
+  explicit Engine(const Config& config);
+  ~Engine();
+
+  const Config& config() const { return config_; }
+  Store& store() { return *store_; }
+  // The connection to peer, or TransportError naming the operation when peer is not one.
+  const std::shared_ptr<Connection>& peer(int peer, const char* op) const;
+
+ private:
+  static Config validated(Config config);
+
+  Config config_;
+  std::unique_ptr<StoreServer> server_;  // rank 0 only
+  std::unique_ptr<Store> store_;
+  asio::io_context io_;
+  asio::executor_work_guard<asio::io_context::executor_type> work_{io_.get_executor()};
+  std::vector<std::shared_ptr<Connection>> peers_;
+  std::thread progress_;
+};
+
+Config Engine::validated(Config config) {
+  if (config.world_size < 1 || config.rank < 0 || config.rank >= config.world_size)
+    throw TransportError(fmt::format("ringgrad transport: rank {} is not in [0, world size {})", config.rank, config.world_size));
+  if (config.master_port == 0 && config.world_size > 1)
+    throw TransportError(fmt::format("ringgrad transport: rank {}: master_port is 0; a job of {} ranks needs the port of "
+                                     "rank 0's store (MASTER_PORT; ringgrad-run picks a free one)",
+                                     config.rank, config.world_size));
+  if (config.timeout.count() <= 0) throw TransportError("ringgrad transport: the timeout must be positive");
+  return config;
+}
+
+Engine::Engine(const Config& config) : config_(validated(config)) {
+  if (config_.rank == 0) server_ = std::make_unique<StoreServer>(config_.master_port, config_.job_id);
+  const uint16_t store_port = server_ ? server_->port() : config_.master_port;  // a lone rank 0 may use any port
+  store_ = std::make_unique<Store>(config_.master_addr, store_port, config_.job_id, config_.rank, config_.timeout);
+  std::vector<net::Fd> fds = connect_mesh(config_, *store_);
+  peers_.resize(fds.size());
+  for (size_t peer = 0; peer < fds.size(); ++peer)
+    if (fds[peer].get() >= 0)
+      peers_[peer] = std::make_shared<Connection>(io_, fds[peer].release(), config_.rank, static_cast<int>(peer), config_.timeout);
+  progress_ = std::thread([this] { io_.run(); });
+}
+
+Engine::~Engine() {
+  for (auto& conn : peers_)
+    if (conn) conn->fail("the transport was shut down");
+  work_.reset();
+  io_.stop();
+  progress_.join();
+  for (auto& conn : peers_)
+    if (conn) conn->close();
+}
+
+const std::shared_ptr<Connection>& Engine::peer(int peer, const char* op) const {
+  if (peer < 0 || peer >= config_.world_size || peer == config_.rank)
+    throw TransportError(fmt::format("ringgrad transport: rank {}: {} with peer {}: not another rank of [0, {})", config_.rank,
+                                     op, peer, config_.world_size));
+  return peers_[static_cast<size_t>(peer)];
+}
+
 }  // namespace detail
 
-namespace {
-[[noreturn]] void todo() { throw TransportError("ringgrad transport: not implemented yet"); }
-}  // namespace
+// --- Request -----------------------------------------------------------------------------------
 
 Request::Request(std::unique_ptr<detail::Op> op) : op_(std::move(op)) {}
 Request::Request(Request&&) noexcept = default;
-Request& Request::operator=(Request&&) noexcept = default;
-Request::~Request() = default;
-void Request::wait() { todo(); }
-bool Request::test() { todo(); }
 
-Transport::Transport(const Config&) { todo(); }
+Request& Request::operator=(Request&& other) noexcept {
+  if (this != &other) {
+    Request finished(std::move(*this));  // waits for the old operation before taking the new one
+    op_ = std::move(other.op_);
+  }
+  return *this;
+}
+
+Request::~Request() {
+  if (!op_) return;
+  try {
+    wait();
+  } catch (const TransportError&) {
+    // Nobody asked for the outcome; waiting only keeps the buffer safe.
+  }
+}
+
+void Request::wait() {
+  if (op_) op_->conn->channel(op_->dir).wait(*op_);
+}
+
+bool Request::test() { return !op_ || op_->conn->channel(op_->dir).test(*op_); }
+
+// --- Transport ---------------------------------------------------------------------------------
+
+namespace {
+
+// A send only reads its buffer; Op holds one non-const pointer for both directions.
+detail::Op make_op(detail::Direction dir, const std::byte* data, size_t size, uint64_t tag) {
+  detail::Op op;
+  op.dir = dir;
+  op.data = const_cast<std::byte*>(data);
+  op.size = size;
+  op.tag = tag;
+  return op;
+}
+
+}  // namespace
+
+Transport::Transport(const Config& config) : engine_(std::make_unique<detail::Engine>(config)) {}
 Transport::~Transport() = default;
-int Transport::rank() const { todo(); }
-int Transport::world_size() const { todo(); }
-std::chrono::milliseconds Transport::timeout() const { todo(); }
-void Transport::send(int, std::span<const std::byte>, uint64_t) { todo(); }
-void Transport::recv(int, std::span<std::byte>, uint64_t) { todo(); }
-Request Transport::isend(int, std::span<const std::byte>, uint64_t) { todo(); }
-Request Transport::irecv(int, std::span<std::byte>, uint64_t) { todo(); }
-Store& Transport::store() { todo(); }
+
+int Transport::rank() const { return engine_->config().rank; }
+int Transport::world_size() const { return engine_->config().world_size; }
+std::chrono::milliseconds Transport::timeout() const { return engine_->config().timeout; }
+Store& Transport::store() { return engine_->store(); }
+
+void Transport::send(int peer, std::span<const std::byte> data, uint64_t tag) {
+  detail::Op op = make_op(detail::Direction::send, data.data(), data.size(), tag);
+  engine_->peer(peer, "send")->channel(detail::Direction::send).run(op);
+}
+
+void Transport::recv(int peer, std::span<std::byte> data, uint64_t tag) {
+  detail::Op op = make_op(detail::Direction::recv, data.data(), data.size(), tag);
+  engine_->peer(peer, "recv")->channel(detail::Direction::recv).run(op);
+}
+
+Request Transport::isend(int peer, std::span<const std::byte> data, uint64_t tag) {
+  auto op = std::make_unique<detail::Op>(make_op(detail::Direction::send, data.data(), data.size(), tag));
+  op->conn = engine_->peer(peer, "isend");
+  op->conn->channel(op->dir).start(*op);
+  return Request(std::move(op));
+}
+
+Request Transport::irecv(int peer, std::span<std::byte> data, uint64_t tag) {
+  auto op = std::make_unique<detail::Op>(make_op(detail::Direction::recv, data.data(), data.size(), tag));
+  op->conn = engine_->peer(peer, "irecv");
+  op->conn->channel(op->dir).start(*op);
+  return Request(std::move(op));
+}
 
 }  // namespace ringgrad::transport

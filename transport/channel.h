@@ -1,0 +1,87 @@
+// Channel: one direction (send or receive) of the connection to one peer, a FIFO of operations
+// in issue order. Exactly one driver at a time moves the bytes of the operation at the head:
+// the caller's own thread for a blocking call on an idle channel (straight on the socket, no
+// hand-off to another thread), the progress thread otherwise. Both drive with the same
+// non-blocking step(); they differ only in how they wait for the socket (poll() or Asio).
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "transport/wire.h"
+
+namespace ringgrad::transport::detail {
+
+enum class Direction { send, recv };
+class Connection;
+
+/// One send or receive: the caller's buffer, its frame header, and how far it got. Lives on the
+/// caller's stack for a blocking call, on the heap behind a Request for an asynchronous one.
+struct Op {
+  Direction dir = Direction::send;
+  uint64_t tag = 0;
+  std::byte* data = nullptr;  // a send only reads it
+  uint64_t size = 0;          // payload bytes
+  uint64_t seq = 0;           // position in this direction's stream
+  wire::FrameBytes header{};  // send: encoded when queued; recv: filled from the socket
+  uint64_t header_done = 0;
+  uint64_t payload_done = 0;
+  Op* next = nullptr;            // the channel's FIFO
+  bool complete = false;         // guarded by the channel's mutex
+  std::string error;             // set with complete when it failed
+  std::shared_ptr<Connection> conn;  // for a Request: keeps its channel alive
+};
+
+class Channel {
+ public:
+  Channel(Connection& conn, Direction dir) : conn_(conn), dir_(dir) {}
+
+  /// Blocking send or receive of op; throws TransportError when it fails.
+  void run(Op& op);
+  /// Queues op and returns; tries it once on the caller's thread when the channel is idle.
+  void start(Op& op);
+  /// Blocks until op completes; throws its error. Enforces the timeout while the progress
+  /// thread drives: no progress on the channel for that long fails the connection.
+  void wait(Op& op);
+  /// Whether op completed; throws its error.
+  bool test(Op& op);
+  /// Marks the channel failed with cause (the first cause wins) and completes every queued
+  /// operation that no driver is working on; the driver completes its own on its next step.
+  void fail(const std::string& cause);
+  /// The progress thread's driver loop (runs on the progress thread only).
+  void drive();
+  /// After the progress thread stopped: completes every operation still queued with the failure.
+  void abandon();
+
+ private:
+  enum class Driver { none, caller, progress };
+  enum class Step { done, would_block, yielded, failed };
+
+  bool enqueue_locked(Op& op);
+  Op* finish_head_locked(Op& op, bool ok);
+  void hand_to_progress();
+  Step step(Op& op, uint64_t budget, std::string& cause);
+  std::string check_header(const Op& op) const;
+  void drive_blocking(Op& op);
+  void fail_all_locked();
+  std::string message(const Op& op, const std::string& cause) const;
+  std::string timeout_cause() const;
+  void touch();
+
+  Connection& conn_;
+  const Direction dir_;
+  std::mutex mutex_;
+  std::condition_variable completed_;
+  Op* head_ = nullptr;  // the operation being driven
+  Op* tail_ = nullptr;
+  Driver driver_ = Driver::none;
+  std::string failure_;  // non-empty once failed: every later operation fails at once
+  uint64_t next_seq_ = 0;
+  std::atomic<int64_t> last_progress_{0};  // steady_clock ticks of the last byte moved
+};
+
+}  // namespace ringgrad::transport::detail
