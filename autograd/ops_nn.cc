@@ -16,15 +16,18 @@ using autograd::record;
 namespace k = kernels;
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
-  return record("matmul", k::matmul(a, b), {a, b}, [a = a.detach(), b = b.detach()](const Tensor& g) {
+  // Only inputs that require grad get one: for a first layer, the data's gradient would be a
+  // third of the layer's GEMM work, thrown away.
+  const bool need_a = a.requires_grad(), need_b = b.requires_grad();
+  return record("matmul", k::matmul(a, b), {a, b}, [a = a.detach(), b = b.detach(), need_a, need_b](const Tensor& g) {
     // C = A B  =>  dA = dC B^T,  dB = A^T dC  (summed over broadcast batch dims).
-    const Tensor ga = k::sum_to(k::matmul(g, k::transpose(b, -1, -2)), a.shape());
-    Tensor gb;
-    if (b.dim() == 2 && a.dim() > 2) {
+    Tensor ga, gb;
+    if (need_a) ga = k::sum_to(k::matmul(g, k::transpose(b, -1, -2)), a.shape());
+    if (need_b && b.dim() == 2 && a.dim() > 2) {
       // A weight shared by every row of a batch: one GEMM over all rows at once.
       const std::int64_t kk = a.size(-1), n = b.size(-1);
       gb = k::matmul(k::transpose(k::reshape(a, {-1, kk}), 0, 1), k::reshape(g, {-1, n}));
-    } else {
+    } else if (need_b) {
       gb = k::sum_to(k::matmul(k::transpose(a, -1, -2), g), b.shape());
     }
     return std::vector<Tensor>{ga, gb};
