@@ -79,6 +79,8 @@ class Communicator {
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
   const CommOptions& options() const { return options_; }
+  /// The job's rendezvous store (out-of-band agreement, e.g. another library's rendezvous).
+  transport::Store& store() { return transport_->store(); }
   /// Replaces the cost model; it must be the same on every rank (calibrate() ensures it).
   void set_cost_model(const CostModel& model);
   /// The algorithm a call of `kind` on n bytes (nccl-tests' size) with `algo` will run.

@@ -1,0 +1,4 @@
+// all_gather_perf: nccl-tests' all_gather sweep on ringgrad (flags: --help; run under ringgrad-run).
+#include "bench/perf/perf_driver.h"
+
+int main(int argc, char** argv) { return ringgrad::bench::run_perf(ringgrad::collectives::CollKind::kAllGather, argc, argv); }

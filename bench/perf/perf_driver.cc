@@ -1,0 +1,287 @@
+// nccl-tests' sweep for one collective: sizes -b..-e by -f (or -i), each dtype (-d) and op (-o),
+// each contender in turn (so A and B are measured interleaved), out of place then in place;
+// time = mean of -n back-to-back calls after -w warm-up calls, the slowest rank's.
+#include "bench/perf/perf_driver.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <stdexcept>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "collectives/cost_model.h"
+#include "tests/collectives/reference.h"
+
+namespace ringgrad::bench {
+namespace {
+
+using collectives::Algo;
+using collectives::Buffer;
+using collectives::CollKind;
+using collectives::Communicator;
+using collectives::DType;
+using collectives::ReduceOp;
+
+struct Options {
+  std::string min_bytes = "8", max_bytes = "64M", step_bytes;
+  int step_factor = 2, iters = 20, warmup = 5, check = 1, root = 0, repeat = 1;
+  std::string op = "sum", dtype = "float", algo = "auto", json;
+  bool calibrate = false;
+};
+
+std::size_t parse_size(const std::string& s) {
+  std::size_t pos = 0;
+  const double v = std::stod(s, &pos);
+  const std::string unit = s.substr(pos);
+  const double scale = unit.empty() || unit == "B" ? 1 : unit == "K" ? 1024.0 : unit == "M" ? 1048576.0 : unit == "G" ? 1073741824.0 : -1;
+  if (scale < 0) throw std::invalid_argument(fmt::format("size '{}': expected a number with an optional K, M or G", s));
+  return static_cast<std::size_t>(v * scale);
+}
+
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::size_t start = 0;
+  for (std::size_t comma; (comma = s.find(',', start)) != std::string::npos; start = comma + 1) out.push_back(s.substr(start, comma - start));
+  out.push_back(s.substr(start));
+  return out;
+}
+
+bool reduces(CollKind k) { return k == CollKind::kAllReduce || k == CollKind::kReduce || k == CollKind::kReduceScatter; }
+bool rooted(CollKind k) { return k == CollKind::kBroadcast || k == CollKind::kReduce; }
+
+// nccl-tests' busbw factors (PERFORMANCE.md): what a link must carry relative to algbw.
+double bus_factor(CollKind k, int p) {
+  if (k == CollKind::kAllReduce) return 2.0 * (p - 1) / p;
+  if (k == CollKind::kAllGather || k == CollKind::kReduceScatter) return static_cast<double>(p - 1) / p;
+  return 1.0;
+}
+
+// Where the input and output of a row live: per-rank blocks for all_gather/reduce_scatter.
+struct Layout {
+  std::size_t send_count, recv_count, inplace_send_offset, inplace_recv_offset;
+};
+Layout layout(CollKind k, std::size_t n, int p, int r) {
+  const std::size_t c = n / static_cast<std::size_t>(p), off = static_cast<std::size_t>(r) * c;
+  if (k == CollKind::kAllGather) return {c, n, off, 0};
+  if (k == CollKind::kReduceScatter) return {n, c, 0, off};
+  return {n, n, 0, 0};
+}
+
+std::vector<Contender> ringgrad_contenders(Communicator& comm, CollKind kind, const std::string& algos) {
+  std::vector<Contender> out;
+  for (const std::string& name : split(algos)) {
+    const Algo algo = collectives::parse_algo(name);
+    if (algo != Algo::kAuto && !collectives::has_algo(kind, algo))
+      throw std::invalid_argument(fmt::format("{} has no '{}' algorithm", collectives::coll_name(kind), name));
+    out.push_back({std::string(collectives::algo_name(algo)), [&comm, kind, algo](const OpSetup& s) -> std::function<void()> {
+      const Layout l = layout(kind, s.count, comm.world_size(), comm.rank());
+      const Buffer send{s.send, l.send_count, s.dtype}, recv{s.recv, l.recv_count, s.dtype};
+      switch (kind) {
+        case CollKind::kAllReduce: return [&comm, send, recv, s, algo] { comm.all_reduce(send, recv, s.op, algo); };
+        case CollKind::kReduce: return [&comm, send, recv, s, algo] { comm.reduce(send, recv, s.op, s.root, algo); };
+        case CollKind::kBroadcast: return [&comm, send, recv, s, algo] { comm.broadcast(send, recv, s.root, algo); };
+        case CollKind::kAllGather: return [&comm, send, recv, algo] { comm.all_gather(send, recv, algo); };
+        default: return [&comm, send, recv, s, algo] { comm.reduce_scatter(send, recv, s.op, algo); };
+      }
+    }, true});
+  }
+  return out;
+}
+
+// The expected output of rank r for inputs from tests/collectives/reference.h.
+std::vector<std::byte> expected_output(CollKind k, int p, int r, std::size_t n, ReduceOp op, DType dt, int root) {
+  const std::size_t c = n / static_cast<std::size_t>(p);
+  switch (k) {
+    case CollKind::kAllReduce:
+    case CollKind::kReduce: return test::expected_reduction(p, 0, n, op, dt);
+    case CollKind::kBroadcast: return test::make_input(root, n, op, dt);
+    case CollKind::kReduceScatter: return test::expected_reduction(p, static_cast<std::size_t>(r) * c, c, op, dt);
+    default: {
+      std::vector<std::byte> all;
+      for (int q = 0; q < p; ++q) {
+        auto part = test::make_input(q, c, op, dt, static_cast<std::size_t>(q) * c);
+        all.insert(all.end(), part.begin(), part.end());
+      }
+      return all;
+    }
+  }
+}
+
+struct Measure {
+  double time_us = 0;
+  long wrong = 0;
+  bool valid = false;
+};
+
+int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contender> contenders) {
+  const int p = comm.world_size(), r = comm.rank();
+  const bool lead = r == 0;
+  std::string model_line = fmt::format("defaults, --calibrate measures them: {}", comm.options().model.describe());
+  if (o.calibrate) model_line = fmt::format("calibrated: {}", collectives::calibrate(comm).describe());
+  std::vector<DType> dtypes;
+  for (const auto& d : split(o.dtype))
+    if (d == "all") dtypes.assign(std::begin(collectives::kAllDTypes), std::end(collectives::kAllDTypes));
+    else dtypes.push_back(collectives::parse_dtype(d));
+  std::vector<ReduceOp> ops;
+  for (const auto& x : split(o.op))
+    if (x == "all") ops.assign(std::begin(collectives::kAllReduceOps), std::end(collectives::kAllReduceOps));
+    else ops.push_back(collectives::parse_reduce_op(x));
+  if (!reduces(kind)) ops = {ReduceOp::SUM};
+
+  if (lead) {
+    fmt::print("# ringgrad {}_perf: nranks {}, iters {}, warmup {}, repeat {}, check {}, argument check {}\n",
+               collectives::coll_name(kind), p, o.iters, o.warmup, o.repeat, o.check,
+               comm.options().check_args ? "on (RINGGRAD_CHECK=0 turns it off)" : "off");
+    fmt::print("# cost model ({})\n#\n", model_line);
+    fmt::print("# {:>94}{:>36}\n", "out-of-place", "in-place");
+    fmt::print("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>8} {:>7} {:>7} {:>6} {:>8} {:>7} {:>7} {:>6}  {}\n", "size", "count",
+               "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "algo");
+    fmt::print("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>8} {:>7} {:>7} {:>6} {:>8} {:>7} {:>7} {:>6}\n", "(B)", "(elements)",
+               "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+    std::fflush(stdout);
+  }
+  nlohmann::json rows = nlohmann::json::array();
+  double busbw_sum = 0;
+  long busbw_n = 0, wrong_total = 0;
+  const std::size_t min_b = parse_size(o.min_bytes), max_b = parse_size(o.max_bytes);
+  const std::size_t step_b = o.step_bytes.empty() ? 0 : parse_size(o.step_bytes);
+  for (std::size_t size = min_b; size <= max_b; size = step_b ? size + step_b : size * static_cast<std::size_t>(o.step_factor)) {
+    for (DType dt : dtypes)
+      for (ReduceOp op : ops) {
+        const std::size_t es = collectives::dtype_size(dt);
+        std::size_t n = size / es;
+        if (kind == CollKind::kAllGather || kind == CollKind::kReduceScatter) n -= n % static_cast<std::size_t>(p);
+        const Layout l = layout(kind, n, p, r);
+        std::vector<std::vector<Measure>> m(contenders.size(), std::vector<Measure>(2));
+        for (int rep = 0; rep < o.repeat; ++rep)
+          for (std::size_t ci = 0; ci < contenders.size(); ++ci)
+            for (int place = 0; place < 2; ++place) {
+              const bool in_place = place == 1;
+              if (!in_place && !contenders[ci].out_of_place) continue;
+              std::vector<std::byte> input = test::make_input(r, l.send_count, op, dt, kind == CollKind::kAllGather ? l.inplace_send_offset : 0);
+              if (kind == CollKind::kBroadcast) input = test::make_input(r == o.root ? o.root : r, l.send_count, op, dt);
+              std::vector<std::byte> send, recv(std::max(l.recv_count, l.send_count) * es, std::byte{0});
+              std::byte* send_ptr;
+              std::byte* recv_ptr;
+              if (!in_place) {
+                send = input;
+                send_ptr = send.data();
+                recv_ptr = recv.data();
+              } else if (kind == CollKind::kAllGather) {
+                std::copy(input.begin(), input.end(), recv.begin() + static_cast<long>(l.inplace_send_offset * es));
+                recv_ptr = recv.data();
+                send_ptr = recv_ptr + l.inplace_send_offset * es;
+              } else {
+                std::copy(input.begin(), input.end(), recv.begin());
+                send_ptr = recv.data();
+                recv_ptr = send_ptr + l.inplace_recv_offset * es;
+              }
+              const OpSetup setup{send_ptr, recv_ptr, n, dt, op, o.root};
+              std::function<void()> call = contenders[ci].prepare(setup);
+              Measure& out = m[ci][static_cast<std::size_t>(place)];
+              if (o.check && rep == 0) {
+                call();
+                const bool has_output = !(kind == CollKind::kReduce && r != o.root);
+                if (has_output) {
+                  const auto want = expected_output(kind, p, r, n, op, dt, o.root);
+                  const std::size_t cnt = want.size() / es;
+                  for (std::size_t i = 0; i < cnt; ++i)
+                    out.wrong += std::memcmp(recv_ptr + i * es, want.data() + i * es, es) != 0;
+                }
+                int64_t w = out.wrong;
+                comm.all_reduce(Buffer{&w, 1, DType::kInt64}, Buffer{&w, 1, DType::kInt64}, ReduceOp::SUM);
+                out.wrong = w;
+              }
+              for (int i = 0; i < o.warmup; ++i) call();
+              comm.barrier();
+              const auto t0 = std::chrono::steady_clock::now();
+              for (int i = 0; i < o.iters; ++i) call();
+              double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / o.iters;
+              comm.all_reduce(Buffer{&t, 1, DType::kFloat64}, Buffer{&t, 1, DType::kFloat64}, ReduceOp::MAX);
+              // Best of the repeats: the least disturbed by other work on a shared machine.
+              out.time_us = out.valid ? std::min(out.time_us, t * 1e6) : t * 1e6;
+              out.valid = true;
+            }
+        for (std::size_t ci = 0; ci < contenders.size(); ++ci) {
+          const std::size_t bytes = n * es;
+          std::string algo = contenders[ci].name;
+          if (algo == "auto") algo += ":" + std::string(collectives::algo_name(comm.resolve(kind, Algo::kAuto, bytes)));
+          nlohmann::json row = {{"collective", collectives::coll_name(kind)}, {"size", bytes}, {"count", n},
+                                {"type", collectives::dtype_name(dt)}, {"redop", reduces(kind) ? collectives::reduce_op_name(op) : "none"},
+                                {"root", rooted(kind) ? o.root : -1}, {"algo", algo}, {"nranks", p}};
+          std::string cols;
+          for (int place = 0; place < 2; ++place) {
+            const Measure& x = m[ci][static_cast<std::size_t>(place)];
+            if (!x.valid) {
+              cols += fmt::format(" {:>8} {:>7} {:>7} {:>6}", "n/a", "n/a", "n/a", "n/a");
+              continue;
+            }
+            const double algbw = static_cast<double>(bytes) / (x.time_us * 1e-6) / 1e9, busbw = algbw * bus_factor(kind, p);
+            cols += fmt::format(" {:>8.1f} {:>7.2f} {:>7.2f} {:>6}", x.time_us, algbw, busbw, o.check ? std::to_string(x.wrong) : "N/A");
+            row[place ? "in_place" : "out_of_place"] = {{"time_us", x.time_us}, {"algbw", algbw}, {"busbw", busbw}, {"wrong", x.wrong}};
+            busbw_sum += busbw;
+            ++busbw_n;
+            wrong_total += x.wrong;
+          }
+          rows.push_back(row);
+          if (lead) {
+            fmt::print("  {:>10} {:>12} {:>8} {:>6} {:>6}{}  {}\n", bytes, n, collectives::dtype_name(dt),
+                       reduces(kind) ? collectives::reduce_op_name(op) : "none", rooted(kind) ? o.root : -1, cols, algo);
+            std::fflush(stdout);
+          }
+        }
+      }
+    if (!step_b && o.step_factor <= 1) break;
+  }
+  const double avg = busbw_n ? busbw_sum / static_cast<double>(busbw_n) : 0.0;
+  if (lead) {
+    fmt::print("# Out of bounds values : {} {}\n", wrong_total, wrong_total == 0 ? "OK" : "FAILED");
+    fmt::print("# Avg bus bandwidth    : {:.4f} \n#\n", avg);
+    if (!o.json.empty()) {
+      nlohmann::json doc = {{"collective", collectives::coll_name(kind)}, {"nranks", p}, {"iters", o.iters},
+                            {"cost_model", model_line}, {"rows", rows}, {"avg_busbw", avg}, {"wrong", wrong_total}};
+      std::ofstream(o.json) << doc.dump(1) << "\n";
+    }
+  }
+  return wrong_total == 0 ? 0 : 1;
+}
+
+}  // namespace
+
+int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vector<Contender>(Communicator&)>& extra) {
+  Options o;
+  CLI::App app{fmt::format("ringgrad {}_perf: nccl-tests-style sweep; run it under ringgrad-run", collectives::coll_name(kind))};
+  app.add_option("-b,--minbytes", o.min_bytes, "smallest size in bytes (K, M, G suffixes)")->capture_default_str();
+  app.add_option("-e,--maxbytes", o.max_bytes, "largest size in bytes")->capture_default_str();
+  app.add_option("-f,--stepfactor", o.step_factor, "multiply the size by this each step")->capture_default_str();
+  app.add_option("-i,--stepbytes", o.step_bytes, "add this to the size each step instead");
+  app.add_option("-n,--iters", o.iters, "timed iterations per size")->capture_default_str();
+  app.add_option("-w,--warmup_iters", o.warmup, "untimed iterations first")->capture_default_str();
+  app.add_option("-c,--check", o.check, "check results against a serial reference: 0 or 1")->capture_default_str();
+  app.add_option("-o,--op", o.op, "sum, prod, min, max, avg, all (or a comma list)")->capture_default_str();
+  app.add_option("-d,--datatype", o.dtype, "float, double, half, bfloat16, int32, int64, uint8, all (or a list)")->capture_default_str();
+  app.add_option("-r,--root", o.root, "root rank of broadcast and reduce")->capture_default_str();
+  app.add_option("-a,--algo", o.algo, "ring, tree, hd, auto, or a comma list timed side by side")->capture_default_str();
+  app.add_option("--repeat", o.repeat, "time every row this many times, interleaved; report the fastest")->capture_default_str();
+  app.add_flag("--calibrate", o.calibrate, "measure the cost model's alpha, beta, gamma here first and print them");
+  app.add_option("--json", o.json, "also write the rows to this JSON file");
+  CLI11_PARSE(app, argc, argv);
+  try {
+    Communicator comm(transport::Config::from_env());
+    auto contenders = ringgrad_contenders(comm, kind, o.algo);
+    if (extra) {
+      auto more = extra(comm);
+      contenders.insert(contenders.end(), more.begin(), more.end());
+    }
+    return run(kind, o, comm, std::move(contenders));
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "%s_perf: %s\n", std::string(collectives::coll_name(kind)).c_str(), e.what());
+    return 2;
+  }
+}
+
+}  // namespace ringgrad::bench

@@ -1,0 +1,40 @@
+// The one driver behind all_reduce_perf, all_gather_perf, reduce_scatter_perf, broadcast_perf,
+// reduce_perf and gloo_all_reduce_perf: nccl-tests' flags, sweep, columns and footer. Each
+// program only names its collective and the contenders (algorithms) it times.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "collectives/communicator.h"
+
+namespace ringgrad::bench {
+
+/// The buffers of one row, laid out for the collective: `count` is nccl-tests' count (all_gather:
+/// the output's elements, reduce_scatter: the input's); in place as NCCL defines it.
+struct OpSetup {
+  void* send;
+  void* recv;
+  std::size_t count;
+  collectives::DType dtype;
+  collectives::ReduceOp op;
+  int root;
+};
+
+/// Something to time: ringgrad with one algorithm, or another library. prepare() is called
+/// outside the timing and returns the operation to time (it may allocate, e.g. gloo's plans).
+struct Contender {
+  std::string name;
+  std::function<std::function<void()>(const OpSetup&)> prepare;
+  bool out_of_place = true;  // false: only in place (the out-of-place columns read "n/a")
+};
+
+/// Parses nccl-tests' flags (-b -e -f -i -n -w -c -o -d -r, plus -a ring|tree|hd|auto[,...],
+/// --calibrate, --json FILE), joins the job from the environment (ringgrad-run sets it), and
+/// prints the table on rank 0. `extra` adds contenders (gloo) given the communicator.
+/// Returns the process exit status (1 when any #wrong).
+int run_perf(collectives::CollKind kind, int argc, char** argv,
+             const std::function<std::vector<Contender>(collectives::Communicator&)>& extra = {});
+
+}  // namespace ringgrad::bench

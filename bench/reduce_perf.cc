@@ -1,0 +1,4 @@
+// reduce_perf: nccl-tests' reduce sweep on ringgrad (flags: --help; run under ringgrad-run).
+#include "bench/perf/perf_driver.h"
+
+int main(int argc, char** argv) { return ringgrad::bench::run_perf(ringgrad::collectives::CollKind::kReduce, argc, argv); }

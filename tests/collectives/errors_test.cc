@@ -1,0 +1,181 @@
+// Ranks that disagree (count, dtype, op, root, collective) or pass unusable buffers get a
+// CollectiveError on every rank naming the ranks and values, and the communicator stays usable;
+// a rank killed during a 64 MiB all_reduce makes every survivor throw within the timeout.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "collectives/communicator.h"
+#include "tests/support/multiprocess.h"
+
+namespace ringgrad::test {
+namespace {
+
+using collectives::Algo;
+using collectives::Buffer;
+using collectives::CollectiveError;
+using collectives::Communicator;
+using collectives::DType;
+using collectives::ReduceOp;
+
+// Runs call; it must throw CollectiveError whose message contains every one of `parts`.
+template <typename F>
+void expect_error(const char* what, F call, const std::vector<std::string>& parts) {
+  try {
+    call();
+  } catch (const CollectiveError& e) {
+    for (const auto& part : parts)
+      check(std::string(e.what()).find(part) != std::string::npos,
+            fmt::format("{}: message '{}' lacks '{}'", what, e.what(), part));
+    return;
+  }
+  check(false, fmt::format("{}: no CollectiveError", what));
+}
+
+void require_all_ok(const std::vector<RankResult>& results) {
+  INFO(describe(results));
+  for (const auto& r : results) CHECK(r.ok());
+}
+
+}  // namespace
+
+TEST_CASE("disagreeing ranks get the same named error on every rank", "[collectives]") {
+  require_all_ok(run_ranks(3, [](const transport::Config& config) {
+    Communicator comm(config, collectives::CommOptions{});
+    const int r = comm.rank();
+    std::vector<float> f(12, 1.0f);
+    std::vector<double> d(12, 1.0);
+
+    const std::size_t n = r == 1 ? 11 : 10;
+    expect_error("count", [&] { comm.all_reduce(Buffer{f.data(), n, DType::kFloat32}, Buffer{f.data(), n, DType::kFloat32}, ReduceOp::SUM); },
+                 {"all_reduce #0", "ranks disagree on count: 10 on ranks 0, 2; 11 on rank 1"});
+    Buffer mixed = r == 2 ? Buffer{d.data(), 4, DType::kFloat64} : Buffer{f.data(), 4, DType::kFloat32};
+    expect_error("dtype", [&] { comm.all_reduce(mixed, mixed, ReduceOp::SUM); },
+                 {"dtype: double on rank 2; float on ranks 0, 1"});
+    expect_error("op", [&] { comm.all_reduce(Buffer{f.data(), 4, DType::kFloat32}, Buffer{f.data(), 4, DType::kFloat32}, r == 0 ? ReduceOp::MAX : ReduceOp::SUM); },
+                 {"op: max on rank 0; sum on ranks 1, 2"});
+    expect_error("root", [&] { comm.broadcast(Buffer{f.data(), 4, DType::kFloat32}, Buffer{f.data(), 4, DType::kFloat32}, r == 2 ? 1 : 0); },
+                 {"broadcast #3", "root: 0 on ranks 0, 1; 1 on rank 2"});
+    expect_error("reduce root", [&] { comm.reduce(Buffer{f.data(), 4, DType::kFloat32}, Buffer{f.data(), 4, DType::kFloat32}, ReduceOp::SUM, r, Algo::kTree); },
+                 {"root: 0 on rank 0; 1 on rank 1; 2 on rank 2"});
+    auto collective = [&] {
+      if (r == 0) comm.barrier();
+      else comm.all_reduce(Buffer{f.data(), 4, DType::kFloat32}, Buffer{f.data(), 4, DType::kFloat32}, ReduceOp::SUM);
+    };
+    expect_error("collective", collective, {"the collective: all_reduce #5 on ranks 1, 2; barrier #5 on rank 0"});
+    Buffer strided{f.data(), 6, DType::kFloat32, r == 1 ? 2 : 1};
+    expect_error("stride", [&] { comm.all_reduce(strided, strided, ReduceOp::SUM); },
+                 {"invalid arguments on rank 1", "not contiguous (stride 2 elements)"});
+    expect_error("root out of range", [&] { comm.broadcast(Buffer{f.data(), 4, DType::kFloat32}, Buffer{f.data(), 4, DType::kFloat32}, 3); },
+                 {"invalid arguments on rank 0", "root 3 is not a rank of this world of 3"});
+    expect_error("all_gather sizes", [&] { comm.all_gather(Buffer{f.data(), 4, DType::kFloat32}, Buffer{d.data(), 11, DType::kFloat32}); },
+                 {"invalid arguments on rank 0", "recv holds 11 elements, all_gather needs send count 4 x world size 3 = 12"});
+    expect_error("missing algorithm", [&] { comm.all_gather(Buffer{f.data(), 4, DType::kFloat32}, Buffer{d.data(), 12, DType::kFloat32}, Algo::kTree); },
+                 {"all_gather has no 'tree' algorithm (it has: ring)"});
+    // Nothing moved: the communicator still works, and sequence numbers still agree.
+    std::vector<float> x(7, static_cast<float>(r + 1));
+    comm.all_reduce(Buffer{x.data(), 7, DType::kFloat32}, Buffer{x.data(), 7, DType::kFloat32}, ReduceOp::SUM);
+    check(x[6] == 6.0f, fmt::format("all_reduce after errors gave {}", x[6]));
+  }));
+}
+
+TEST_CASE("errors of asynchronous collectives are rethrown by wait()", "[collectives]") {
+  require_all_ok(run_ranks(2, [](const transport::Config& config) {
+    Communicator comm(config, collectives::CommOptions{});
+    std::vector<int64_t> a(1000, comm.rank() + 1), b(5, 1);
+    auto ok = comm.all_reduce_async(Buffer{a.data(), 1000, DType::kInt64}, Buffer{a.data(), 1000, DType::kInt64}, ReduceOp::PRODUCT);
+    auto bad = comm.all_reduce_async(Buffer{b.data(), comm.rank() == 0 ? 5u : 4u, DType::kInt64},
+                                     Buffer{b.data(), comm.rank() == 0 ? 5u : 4u, DType::kInt64}, ReduceOp::SUM);
+    ok.wait();
+    check(a[999] == 2, "async product");
+    expect_error("async count", [&] { bad.wait(); }, {"count: 4 on rank 1; 5 on rank 0"});
+  }));
+}
+
+TEST_CASE("asynchronous collectives run in issue order while the caller computes", "[collectives]") {
+  require_all_ok(run_ranks(3, [](const transport::Config& config) {
+    Communicator comm(config, collectives::CommOptions{});
+    const int r = comm.rank();
+    std::vector<std::vector<double>> grads(8, std::vector<double>(50000));
+    std::vector<collectives::Work> works;
+    for (std::size_t b = 0; b < grads.size(); ++b) {
+      std::fill(grads[b].begin(), grads[b].end(), static_cast<double>(r + 1) * static_cast<double>(b + 1));
+      Buffer g{grads[b].data(), grads[b].size(), DType::kFloat64};
+      works.push_back(comm.all_reduce_async(g, g, ReduceOp::AVG));
+    }
+    volatile double sink = 0;  // "backward" of the next layer while buckets reduce
+    for (int i = 0; i < 2000000; ++i) sink = sink + i * 1e-9;
+    for (std::size_t b = 0; b < grads.size(); ++b) {
+      works[b].wait();
+      check(grads[b][123] == 2.0 * static_cast<double>(b + 1), fmt::format("bucket {}: {}", b, grads[b][123]));
+    }
+    // Point to point around the ring, asynchronous then blocking.
+    std::vector<int32_t> out(33, r), in(33, -1);
+    auto s = comm.send_async(Buffer{out.data(), 33, DType::kInt32}, (r + 1) % 3, 7);
+    comm.recv(Buffer{in.data(), 33, DType::kInt32}, (r + 2) % 3, 7);
+    s.wait();
+    check(in[32] == (r + 2) % 3, "send/recv ring");
+    comm.barrier();
+  }));
+}
+
+TEST_CASE("a rank killed during a 64 MiB all_reduce makes every survivor throw within the timeout", "[collectives]") {
+  RunOptions options;
+  options.timeout = std::chrono::seconds(10);
+  const auto results = run_ranks(3, [](const transport::Config& config) {
+    Communicator comm(config, collectives::CommOptions{});
+    std::vector<float> x(16 << 20, 1.0f);
+    comm.barrier();
+    std::thread killer;
+    if (comm.rank() == 2)
+      killer = std::thread([] {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        ::kill(::getpid(), SIGKILL);
+      });
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      for (int i = 0; i < 100; ++i)
+        comm.all_reduce(Buffer{x.data(), x.size(), DType::kFloat32}, Buffer{x.data(), x.size(), DType::kFloat32}, ReduceOp::SUM);
+    } catch (const transport::TransportError& e) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      check(s < 10.0, fmt::format("threw after {:.1f} s, past the 10 s timeout: {}", s, e.what()));
+      // Later calls fail at once, naming the first error.
+      try {
+        comm.barrier();
+      } catch (const transport::TransportError& later) {
+        check(std::string(later.what()).find("broken") != std::string::npos, later.what());
+        return;
+      }
+      check(false, "barrier on a broken communicator did not throw");
+    }
+    check(false, "no error although rank 2 died");
+  }, options);
+  INFO(describe(results));
+  CHECK(results[0].ok());
+  CHECK(results[1].ok());
+  CHECK(results[2].signal == SIGKILL);
+}
+
+TEST_CASE("a broadcast of more than 2 GiB arrives whole", "[collectives][large]") {
+  RunOptions options;
+  options.deadline = std::chrono::seconds(120);
+  require_all_ok(run_ranks(2, [](const transport::Config& config) {
+    Communicator comm(config, collectives::CommOptions{});
+    const std::size_t n = (std::size_t{1} << 31) + 13;  // bytes: past every 32-bit count
+    std::vector<uint8_t> x(n, 0);
+    if (comm.rank() == 0)
+      for (std::size_t i = 0; i < n; i += 4093) x[i] = static_cast<uint8_t>(i / 4093 * 31 + 1);
+    comm.broadcast(Buffer{x.data(), n, DType::kUInt8}, Buffer{x.data(), n, DType::kUInt8}, 0);
+    for (std::size_t i = 0; i < n; i += 4093)
+      check(x[i] == static_cast<uint8_t>(i / 4093 * 31 + 1), fmt::format("byte {}", i));
+    check(x[n - 1] == (((n - 1) % 4093 == 0) ? x[n - 1] : 0), "last byte");
+  }, options));
+}
+
+}  // namespace ringgrad::test

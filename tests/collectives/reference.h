@@ -1,0 +1,81 @@
+// Inputs and serial reference results for the collective tests: rank r's element i is a small
+// integer, exact in every dtype, so any reduction order gives the same bits; the expected
+// value is folded over ranks in double here, without the library's reduction kernels.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+#include "collectives/dtype.h"
+#include "collectives/dtype_dispatch.h"
+
+namespace ringgrad::test {
+
+using collectives::DType;
+using collectives::ReduceOp;
+
+/// Rank r's input element i for op: in [-4, 4] ([0, 8] for uint8), or {1, 2, -1} for PRODUCT.
+inline double input_value(int rank, std::size_t i, ReduceOp op, DType dtype) {
+  const std::size_t k = i * 7 + static_cast<std::size_t>(rank) * 5 + static_cast<std::size_t>(op);
+  if (op == ReduceOp::PRODUCT) {
+    static constexpr double kFactors[3] = {1, 2, -1};
+    const double f = kFactors[k % 3];
+    return dtype == DType::kUInt8 && f < 0 ? 1 : f;
+  }
+  const double v = static_cast<double>(k % 9);
+  return dtype == DType::kUInt8 ? v : v - 4;
+}
+
+/// Stores x (exact) in the storage type of dtype.
+template <typename T>
+T store(double x) {
+  if constexpr (std::is_same_v<T, collectives::Float16>) return collectives::to_float16(static_cast<float>(x));
+  else if constexpr (std::is_same_v<T, collectives::BFloat16>) return collectives::to_bfloat16(static_cast<float>(x));
+  else return static_cast<T>(x);
+}
+
+/// count elements of rank's input, as bytes.
+inline std::vector<std::byte> make_input(int rank, std::size_t count, ReduceOp op, DType dtype, std::size_t first = 0) {
+  std::vector<std::byte> out(count * collectives::dtype_size(dtype));
+  collectives::visit_dtype(dtype, [&]<typename T>(std::type_identity<T>) {
+    auto* p = reinterpret_cast<T*>(out.data());
+    for (std::size_t i = 0; i < count; ++i) p[i] = store<T>(input_value(rank, first + i, op, dtype));
+  });
+  return out;
+}
+
+/// Elements [first, first+count) of op over ranks 0..p-1 of input_value, AVG as NCCL does
+/// it: the sum divided by p in the compute type (float for 16-bit floats, integer division).
+inline std::vector<std::byte> expected_reduction(int p, std::size_t first, std::size_t count, ReduceOp op, DType dtype) {
+  std::vector<std::byte> out(count * collectives::dtype_size(dtype));
+  collectives::visit_dtype(dtype, [&]<typename T>(std::type_identity<T>) {
+    using V = typename collectives::Compute<T>::type;
+    auto* o = reinterpret_cast<T*>(out.data());
+    for (std::size_t i = 0; i < count; ++i) {
+      double acc = input_value(0, first + i, op, dtype);
+      for (int r = 1; r < p; ++r) {
+        const double x = input_value(r, first + i, op, dtype);
+        if (op == ReduceOp::SUM || op == ReduceOp::AVG) acc += x;
+        else if (op == ReduceOp::PRODUCT) acc *= x;
+        else if (op == ReduceOp::MIN) acc = x < acc ? x : acc;
+        else acc = x > acc ? x : acc;
+      }
+      if (op == ReduceOp::AVG) o[i] = store<T>(static_cast<double>(static_cast<V>(static_cast<V>(acc) / static_cast<V>(p))));
+      else o[i] = store<T>(acc);
+    }
+  });
+  return out;
+}
+
+/// Index of the first element where a and b differ, or -1.
+inline long first_difference(const std::byte* a, const std::byte* b, std::size_t count, DType dtype) {
+  const std::size_t es = collectives::dtype_size(dtype);
+  if (count == 0 || std::memcmp(a, b, count * es) == 0) return -1;
+  for (std::size_t i = 0; i < count; ++i)
+    if (std::memcmp(a + i * es, b + i * es, es) != 0) return static_cast<long>(i);
+  return -1;
+}
+
+}  // namespace ringgrad::test

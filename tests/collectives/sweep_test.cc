@@ -1,0 +1,139 @@
+// Every collective x algorithm x dtype x op x count {0, 1, 7, 1000003} x in/out of place, for
+// world sizes 1-5, with real processes over loopback, checked against a serial reference.
+// One process group per (collective, world size) runs all its combinations: one ctest entry each.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <vector>
+
+#include "collectives/communicator.h"
+#include "tests/collectives/reference.h"
+#include "tests/support/multiprocess.h"
+
+namespace ringgrad::test {
+namespace {
+
+using collectives::Algo;
+using collectives::Buffer;
+using collectives::CollKind;
+using collectives::Communicator;
+using collectives::ConstBuffer;
+
+constexpr std::size_t kCounts[] = {0, 1, 7, 1000003};
+constexpr std::byte kGarbage{0xAB};
+
+struct Case {
+  CollKind kind;
+  Algo algo;
+  DType dtype;
+  ReduceOp op;
+  std::size_t count;  // NCCL's count: per rank for all_gather (send) and reduce_scatter (recv)
+  bool in_place;
+  int root;
+  std::string name() const {
+    return fmt::format("{} algo={} dtype={} op={} count={} {} root={}", collectives::coll_name(kind),
+                       collectives::algo_name(algo), collectives::dtype_name(dtype), collectives::reduce_op_name(op),
+                       count, in_place ? "in-place" : "out-of-place", root);
+  }
+};
+
+void expect_equal(const Case& c, const std::vector<std::byte>& got, const std::vector<std::byte>& want, int rank,
+                  std::size_t offset = 0) {
+  const std::size_t n = want.size() / collectives::dtype_size(c.dtype);
+  const long i = first_difference(got.data() + offset, want.data(), n, c.dtype);
+  check(i < 0, fmt::format("rank {}: {}: element {} differs from the serial reference", rank, c.name(), i));
+}
+
+void run_case(Communicator& comm, const Case& c) {
+  const int p = comm.world_size(), r = comm.rank();
+  const std::size_t es = collectives::dtype_size(c.dtype), n = c.count;
+  auto buf = [&](std::vector<std::byte>& v, std::size_t offset, std::size_t count) {
+    return Buffer{v.data() + offset * es, count, c.dtype};
+  };
+  switch (c.kind) {
+    case CollKind::kAllReduce:
+    case CollKind::kReduce: {
+      std::vector<std::byte> in = make_input(r, n, c.op, c.dtype), out(in.size(), kGarbage);
+      const std::vector<std::byte> original = in;
+      std::vector<std::byte>& result = c.in_place ? in : out;
+      if (c.kind == CollKind::kAllReduce) comm.all_reduce(buf(in, 0, n), buf(result, 0, n), c.op, c.algo);
+      else comm.reduce(buf(in, 0, n), buf(result, 0, n), c.op, c.root, c.algo);
+      if (c.kind == CollKind::kAllReduce || r == c.root) expect_equal(c, result, expected_reduction(p, 0, n, c.op, c.dtype), r);
+      if (!c.in_place) expect_equal(c, in, original, r);  // the input is left alone
+      break;
+    }
+    case CollKind::kBroadcast: {
+      const std::vector<std::byte> want = make_input(c.root, n, c.op, c.dtype);
+      std::vector<std::byte> in = r == c.root ? want : std::vector<std::byte>{}, out(want.size(), kGarbage);
+      if (c.in_place && r == c.root) out = want;
+      comm.broadcast(ConstBuffer{c.in_place ? out.data() : in.data(), r == c.root ? n : 0, c.dtype}, buf(out, 0, n),
+                     c.root, c.algo);
+      expect_equal(c, out, want, r);
+      break;
+    }
+    case CollKind::kAllGather: {
+      std::vector<std::byte> want;
+      for (int k = 0; k < p; ++k) {
+        auto part = make_input(k, n, c.op, c.dtype, static_cast<std::size_t>(k) * n);
+        want.insert(want.end(), part.begin(), part.end());
+      }
+      std::vector<std::byte> in = make_input(r, n, c.op, c.dtype, static_cast<std::size_t>(r) * n),
+                             out(want.size(), kGarbage);
+      if (c.in_place) std::copy(in.begin(), in.end(), out.begin() + static_cast<long>(static_cast<std::size_t>(r) * n * es));
+      comm.all_gather(c.in_place ? buf(out, static_cast<std::size_t>(r) * n, n) : buf(in, 0, n), buf(out, 0, n * static_cast<std::size_t>(p)), c.algo);
+      expect_equal(c, out, want, r);
+      break;
+    }
+    case CollKind::kReduceScatter: {
+      const std::size_t total = n * static_cast<std::size_t>(p), mine = static_cast<std::size_t>(r) * n;
+      std::vector<std::byte> in = make_input(r, total, c.op, c.dtype), out(n * es, kGarbage);
+      comm.reduce_scatter(buf(in, 0, total), c.in_place ? buf(in, mine, n) : buf(out, 0, n), c.op, c.algo);
+      expect_equal(c, c.in_place ? in : out, expected_reduction(p, mine, n, c.op, c.dtype), r, c.in_place ? mine * es : 0);
+      break;
+    }
+    default: break;
+  }
+}
+
+void sweep(CollKind kind, int p) {
+  RunOptions options;
+  options.deadline = std::chrono::seconds(170);
+  const auto results = run_ranks(p, [&](const transport::Config& config) {
+    Communicator comm(config, collectives::CommOptions{});
+    const bool reduces = kind != CollKind::kBroadcast && kind != CollKind::kAllGather;
+    const bool per_rank = kind == CollKind::kAllGather || kind == CollKind::kReduceScatter;
+    int index = 0;
+    for (Algo algo : {Algo::kRing, Algo::kTree, Algo::kHalvingDoubling}) {
+      if (!collectives::has_algo(kind, algo)) continue;
+      for (DType dtype : collectives::kAllDTypes)
+        for (ReduceOp op : collectives::kAllReduceOps) {
+          if (!reduces && op != ReduceOp::SUM) continue;
+          for (std::size_t count : kCounts)
+            for (bool in_place : {false, true}) {
+              // The large case keeps all_gather/reduce_scatter's whole buffer near 1000003 elements.
+              const std::size_t n = per_rank && count > 7 ? count / static_cast<std::size_t>(p) : count;
+              run_case(comm, Case{kind, algo, dtype, op, n, in_place, index++ % p});
+            }
+        }
+    }
+  }, options);
+  INFO(describe(results));
+  for (const auto& r : results) CHECK(r.ok());
+}
+
+}  // namespace
+
+#define RINGGRAD_SWEEP(name, kind)                                         \
+  TEST_CASE(#name ", world size 1", "[collectives]") { sweep(kind, 1); } \
+  TEST_CASE(#name ", world size 2", "[collectives]") { sweep(kind, 2); } \
+  TEST_CASE(#name ", world size 3", "[collectives]") { sweep(kind, 3); } \
+  TEST_CASE(#name ", world size 4", "[collectives]") { sweep(kind, 4); } \
+  TEST_CASE(#name ", world size 5", "[collectives]") { sweep(kind, 5); }
+
+RINGGRAD_SWEEP(all_reduce, CollKind::kAllReduce)
+RINGGRAD_SWEEP(reduce, CollKind::kReduce)
+RINGGRAD_SWEEP(broadcast, CollKind::kBroadcast)
+RINGGRAD_SWEEP(all_gather, CollKind::kAllGather)
+RINGGRAD_SWEEP(reduce_scatter, CollKind::kReduceScatter)
+
+}  // namespace ringgrad::test
