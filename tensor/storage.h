@@ -16,6 +16,12 @@ class Storage {
   const std::byte* data() const { return data_.get(); }
   std::size_t nbytes() const { return nbytes_; }
 
+  /// Reallocates to `nbytes`, keeping the first min(old, new) bytes and zeroing the rest;
+  /// 0 frees the memory. Tensors viewing this storage stay attached to it, as with PyTorch's
+  /// untyped_storage().resize_(): sharded data parallelism frees a parameter's memory
+  /// between uses and refills it in place. A view must not be read while it lies past nbytes.
+  void resize(std::size_t nbytes);
+
  private:
   struct Free {
     void operator()(std::byte* p) const;
