@@ -2,8 +2,6 @@
 #include "collectives/link.h"
 
 #include <algorithm>
-#include <array>
-#include <optional>
 
 #include "collectives/reduce_kernel.h"
 
@@ -37,34 +35,45 @@ void wait_all(std::vector<transport::Request>& pending) {
   pending.clear();
 }
 
+// Messages up to this size fit the peer's socket buffer (loopback: 128 KiB), so a blocking send
+// cannot wait on the peer's receive: both ranks may send first, then receive, all on their own
+// thread, which saves two hand-offs to the progress thread on the latency path.
+constexpr std::size_t kEagerBytes = 16 << 10;
+
+void Link::post_send(int to, const void* data, std::size_t bytes, std::vector<transport::Request>& pending) {
+  if (to >= 0 && bytes <= kEagerBytes && bytes <= chunk_bytes_)
+    transport_.send(to, {static_cast<const std::byte*>(data), bytes}, tag_);
+  else
+    isend(to, data, bytes, pending);
+}
+
+// Sends go to the progress thread while this thread receives (blocking calls on an idle channel
+// run on the caller's thread): the two copies of loopback TCP run on two threads.
 void Link::send_recv(int to, const void* send, std::size_t send_bytes, int from, void* recv,
                      std::size_t recv_bytes) {
-  std::vector<transport::Request> pending;
-  irecv(from, recv, recv_bytes, pending);
-  isend(to, send, send_bytes, pending);
-  wait_all(pending);
+  std::vector<transport::Request> sends;
+  post_send(to, send, send_bytes, sends);
+  auto* p = static_cast<std::byte*>(recv);
+  if (from >= 0)
+    for (std::size_t off = 0; off < recv_bytes; off += chunk_bytes_)
+      transport_.recv(from, {p + off, std::min(chunk_bytes_, recv_bytes - off)}, tag_);
+  wait_all(sends);
 }
 
 void Link::send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst,
                             const void* a, std::size_t count, DType dtype, ReduceOp op) {
   std::vector<transport::Request> sends;
-  isend(to, send, send_bytes, sends);
+  post_send(to, send, send_bytes, sends);
   const std::size_t esize = dtype_size(dtype);
   const std::size_t bytes = from < 0 ? 0 : count * esize;
-  if (scratch_.size() < 2 * chunk_bytes_) scratch_.resize(2 * chunk_bytes_);
-  auto piece = [&](std::size_t k) { return std::min(chunk_bytes_, bytes - k * chunk_bytes_); };
-  auto buffer = [&](std::size_t k) { return scratch_.data() + (k % 2) * chunk_bytes_; };
-  const std::size_t pieces = (bytes + chunk_bytes_ - 1) / chunk_bytes_;
-  // Two receives in flight: piece k+1 arrives while piece k is being reduced.
-  std::array<std::optional<transport::Request>, 2> inflight;
-  for (std::size_t k = 0; k < std::min<std::size_t>(2, pieces); ++k)
-    inflight[k].emplace(transport_.irecv(from, {buffer(k), piece(k)}, tag_));
-  for (std::size_t k = 0; k < pieces; ++k) {
-    inflight[k % 2]->wait();
-    const std::size_t off = k * chunk_bytes_;
-    combine(static_cast<std::byte*>(dst) + off, static_cast<const std::byte*>(a) + off, buffer(k),
-            piece(k) / esize, dtype, op);
-    if (k + 2 < pieces) inflight[k % 2].emplace(transport_.irecv(from, {buffer(k), piece(k + 2)}, tag_));
+  if (scratch_.size() < chunk_bytes_) scratch_.resize(chunk_bytes_);
+  // Piece k is received into scratch (still in cache) and reduced at once; meanwhile the peer
+  // keeps writing piece k+1 into the socket buffer, so reduction overlaps the transfer.
+  for (std::size_t off = 0; off < bytes; off += chunk_bytes_) {
+    const std::size_t n = std::min(chunk_bytes_, bytes - off);
+    transport_.recv(from, {scratch_.data(), n}, tag_);
+    combine(static_cast<std::byte*>(dst) + off, static_cast<const std::byte*>(a) + off, scratch_.data(), n / esize,
+            dtype, op);
   }
   wait_all(sends);
 }

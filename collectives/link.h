@@ -15,7 +15,7 @@ namespace ringgrad::collectives {
 
 class Link {
  public:
-  /// `scratch` must outlive the Link; it grows to 2 * chunk_bytes on first use.
+  /// `scratch` must outlive the Link; it grows to chunk_bytes on first use.
   Link(transport::Transport& transport, uint64_t tag, std::size_t chunk_bytes,
        std::vector<std::byte>& scratch);
 
@@ -31,7 +31,7 @@ class Link {
 
   /// Like send_recv, but the `count` elements received are reduced on arrival:
   /// dst[i] = a[i] op received[i] (dst may equal a). Received pieces land in scratch; piece k
-  /// is reduced while piece k+1 is in flight.
+  /// is reduced while the peer writes piece k+1.
   void send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst,
                         const void* a, std::size_t count, DType dtype, ReduceOp op);
 
@@ -43,6 +43,9 @@ class Link {
   void irecv(int from, void* data, std::size_t bytes, std::vector<transport::Request>& pending);
 
  private:
+  // A small message is sent at once on this thread, a large one queued to the progress thread.
+  void post_send(int to, const void* data, std::size_t bytes, std::vector<transport::Request>& pending);
+
   transport::Transport& transport_;
   uint64_t tag_;
   std::size_t chunk_bytes_;
