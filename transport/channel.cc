@@ -1,19 +1,19 @@
 // Channel: the FIFO of one direction of a connection and the step that moves its bytes.
 //
 // Invariant: the queue is non-empty exactly when a driver is set, and only the driver touches
-// the head's buffer. A blocking call on an idle channel drives on the caller's thread, so the
-// common synchronous path costs the same system calls as a plain socket plus one poll(); once
+// the head's buffer. A blocking call on an idle channel drives on the caller's thread with
+// blocking system calls, so the common synchronous path costs what a plain socket costs; once
 // asynchronous operations queue up, the progress thread drives and the caller waits.
 
 #include "transport/channel.h"
 
-#include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
 #include <cerrno>
 #include <cstring>
 
+#include <asio/post.hpp>
 #include <fmt/format.h>
 
 #include "transport/connection.h"
@@ -68,7 +68,10 @@ void Channel::hand_to_progress() {
     std::lock_guard lock(mutex_);
     driver_ = Driver::progress;
   }
-  asio::post(conn_.io(), [conn = conn_.shared_from_this(), this] { drive(); });
+  asio::post(conn_.io(), [conn = conn_.shared_from_this(), this] {
+    conn_.watch();
+    drive();
+  });
 }
 
 void Channel::fail(const std::string& cause) {
@@ -104,9 +107,11 @@ void Channel::abandon() {
   fail_all_locked();
 }
 
-// --- The step: non-blocking sendmsg/recvmsg of header and payload ------------------------------
+// --- The step: sendmsg/recvmsg of header and payload --------------------------------------------
 
-Channel::Step Channel::step(Op& op, uint64_t budget, std::string& cause) {
+// Moves bytes of op until it is done, the socket would block (blocking: SO_SNDTIMEO/SO_RCVTIMEO
+// expired with no byte moved), budget bytes moved, or an error.
+Channel::Step Channel::step(Op& op, bool blocking, uint64_t budget, std::string& cause) {
   uint64_t moved = 0;
   for (;;) {
     iovec iov[2];
@@ -122,8 +127,9 @@ Channel::Step Channel::step(Op& op, uint64_t budget, std::string& cause) {
     msghdr msg{};
     msg.msg_iov = iov;
     msg.msg_iovlen = static_cast<size_t>(count);
-    ssize_t n = dir_ == Direction::send ? ::sendmsg(conn_.fd(), &msg, MSG_DONTWAIT | MSG_NOSIGNAL)
-                                        : ::recvmsg(conn_.fd(), &msg, MSG_DONTWAIT);
+    // Once the header is checked, a blocking receive may wait for the whole payload at once.
+    const int flags = !blocking ? MSG_DONTWAIT : op.header_done == wire::kFrameHeaderBytes ? MSG_WAITALL : 0;
+    ssize_t n = dir_ == Direction::send ? ::sendmsg(conn_.fd(), &msg, flags | MSG_NOSIGNAL) : ::recvmsg(conn_.fd(), &msg, flags);
     if (n > 0) {
       auto got = static_cast<uint64_t>(n);
       const bool had_header = op.header_done == wire::kFrameHeaderBytes;
@@ -179,27 +185,14 @@ void Channel::run(Op& op) {
   if (!op.error.empty()) throw TransportError(op.error);
 }
 
-// Drives op on the caller's thread, waiting for the socket with poll(); the deadline moves
-// with every byte, so only silence fails it.
+// Drives op on the caller's thread with blocking system calls; each one fails only after the
+// timeout passes without a byte moved. Another thread that fails the connection shuts the
+// socket down, which ends a blocked call at once.
 void Channel::drive_blocking(Op& op) {
-  const short events = dir_ == Direction::send ? POLLOUT : POLLIN;
   std::string cause;
-  Step result;
-  for (;;) {
-    result = step(op, UINT64_MAX, cause);
-    if (result != Step::would_block) break;
-    {
-      std::lock_guard lock(mutex_);
-      if (!failure_.empty()) break;  // another thread failed the connection
-    }
-    auto deadline = Clock::time_point(Clock::duration(last_progress_.load())) + conn_.timeout();
-    if (!net::wait_ready(conn_.fd(), events, deadline)) {
-      result = Step::failed;
-      cause = timeout_cause();
-      break;
-    }
-  }
-  if (result == Step::failed) conn_.fail(cause);
+  Step result = step(op, /*blocking=*/true, UINT64_MAX, cause);
+  if (result == Step::would_block) cause = timeout_cause();
+  if (result != Step::done) conn_.fail(cause);
   std::unique_lock lock(mutex_);
   if (finish_head_locked(op, result == Step::done) != nullptr) {
     lock.unlock();
@@ -220,7 +213,7 @@ void Channel::start(Op& op) {
   // Idle channel: one attempt on the caller's thread (a small send usually completes here),
   // then the progress thread takes over.
   std::string cause;
-  Step result = step(op, kProgressBudget, cause);
+  Step result = step(op, /*blocking=*/false, kProgressBudget, cause);
   if (result == Step::failed) conn_.fail(cause);
   if (result == Step::done || result == Step::failed) {
     std::unique_lock lock(mutex_);
@@ -234,14 +227,20 @@ void Channel::drive() {
     Op* op;
     {
       std::lock_guard lock(mutex_);
-      if (!failure_.empty()) return fail_all_locked();
+      if (!failure_.empty()) {
+        fail_all_locked();
+        return conn_.unwatch();
+      }
       op = head_;
     }
     std::string cause;
-    switch (step(*op, kProgressBudget, cause)) {
+    switch (step(*op, /*blocking=*/false, kProgressBudget, cause)) {
       case Step::done: {
-        std::lock_guard lock(mutex_);
-        if (finish_head_locked(*op, true) == nullptr) return;
+        std::unique_lock lock(mutex_);
+        if (finish_head_locked(*op, true) == nullptr) {
+          lock.unlock();
+          return conn_.unwatch();
+        }
         break;  // drive the next one
       }
       case Step::failed:
@@ -251,8 +250,8 @@ void Channel::drive() {
         asio::post(conn_.io(), [conn = conn_.shared_from_this(), this] { drive(); });
         return;
       case Step::would_block:
-        conn_.socket().async_wait(
-            dir_ == Direction::send ? asio::socket_base::wait_write : asio::socket_base::wait_read,
+        conn_.watcher().async_wait(
+            dir_ == Direction::send ? asio::posix::descriptor_base::wait_write : asio::posix::descriptor_base::wait_read,
             [conn = conn_.shared_from_this(), this](asio::error_code) { drive(); });
         return;
     }

@@ -1,8 +1,8 @@
 // Channel: one direction (send or receive) of the connection to one peer, a FIFO of operations
 // in issue order. Exactly one driver at a time moves the bytes of the operation at the head:
 // the caller's own thread for a blocking call on an idle channel (straight on the socket, no
-// hand-off to another thread), the progress thread otherwise. Both drive with the same
-// non-blocking step(); they differ only in how they wait for the socket (poll() or Asio).
+// hand-off to another thread), the progress thread otherwise. Both drive with the same step();
+// the caller's thread blocks in the system call, the progress thread waits with Asio.
 #pragma once
 
 #include <atomic>
@@ -64,7 +64,7 @@ class Channel {
   bool enqueue_locked(Op& op);
   Op* finish_head_locked(Op& op, bool ok);
   void hand_to_progress();
-  Step step(Op& op, uint64_t budget, std::string& cause);
+  Step step(Op& op, bool blocking, uint64_t budget, std::string& cause);
   std::string check_header(const Op& op) const;
   void drive_blocking(Op& op);
   void fail_all_locked();

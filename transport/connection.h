@@ -9,38 +9,44 @@
 #include <string>
 
 #include <asio/io_context.hpp>
-#include <asio/ip/tcp.hpp>
+#include <asio/posix/stream_descriptor.hpp>
 
 #include "transport/channel.h"
+#include "transport/net.h"
 
 namespace ringgrad::transport::detail {
 
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
-  /// Takes ownership of fd, a connected TCP socket (made non-blocking here).
-  Connection(asio::io_context& io, int fd, int local_rank, int peer, std::chrono::milliseconds timeout);
+  /// Takes ownership of fd, a connected TCP socket.
+  Connection(asio::io_context& io, net::Fd fd, int local_rank, int peer, std::chrono::milliseconds timeout);
 
   Channel& channel(Direction dir) { return dir == Direction::send ? send_ : recv_; }
-  int fd() const { return fd_; }
+  int fd() const { return fd_.get(); }
   int local_rank() const { return local_rank_; }
   int peer() const { return peer_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
   asio::io_context& io() { return io_; }
-  /// The Asio socket, for waiting on readiness; the progress thread's only.
-  asio::ip::tcp::socket& socket() { return *socket_; }
+
+  /// The progress thread's readiness watch on the socket, held while it drives a channel of
+  /// this connection (watch() / unwatch() count them); progress thread only.
+  void watch();
+  void unwatch();
+  asio::posix::stream_descriptor& watcher() { return *watcher_; }
 
   /// Fails both channels with cause and shuts the socket down (thread-safe, idempotent).
   void fail(const std::string& cause);
-  /// After the progress thread stopped: completes what is left and closes the socket.
+  /// After the progress thread stopped: completes what is left and releases the socket.
   void close();
 
  private:
   asio::io_context& io_;
-  std::optional<asio::ip::tcp::socket> socket_;
-  int fd_;
+  net::Fd fd_;
   int local_rank_;
   int peer_;
   std::chrono::milliseconds timeout_;
+  std::optional<asio::posix::stream_descriptor> watcher_;
+  int watching_ = 0;
   Channel send_{*this, Direction::send};
   Channel recv_{*this, Direction::recv};
 };
