@@ -3,6 +3,7 @@
 #include <cmath>
 #include <string>
 
+#include "autograd/linear.h"
 #include "autograd/ops.h"
 #include "tensor/random.h"
 
@@ -20,10 +21,7 @@ Linear::Linear(std::int64_t in_features, std::int64_t out_features, bool with_bi
   }
 }
 
-Tensor Linear::forward(const Tensor& x) {
-  Tensor y = matmul(x, transpose(weight, 0, 1));
-  return bias.defined() ? y + bias : y;
-}
+Tensor Linear::forward(const Tensor& x) { return linear(x, weight, bias); }
 
 Tensor ReLU::forward(const Tensor& x) { return relu(x); }
 
@@ -33,7 +31,7 @@ Sequential::Sequential(std::vector<std::shared_ptr<Module>> layers) : layers_(st
 
 Tensor Sequential::forward(const Tensor& x) {
   Tensor h = x;
-  for (auto& layer : layers_) h = layer->forward(h);
+  for (auto& layer : layers_) h = (*layer)(h);
   return h;
 }
 

@@ -9,6 +9,21 @@
 
 namespace ringgrad::nn {
 
+Tensor Module::operator()(const Tensor& x) {
+  for (auto& hook : forward_pre_hooks_) hook(*this);
+  Tensor y = forward(x);
+  for (auto& hook : forward_hooks_) y = hook(*this, y);
+  return y;
+}
+
+void Module::register_forward_pre_hook(std::function<void(Module&)> hook) {
+  forward_pre_hooks_.push_back(std::move(hook));
+}
+
+void Module::register_forward_hook(std::function<Tensor(Module&, const Tensor&)> hook) {
+  forward_hooks_.push_back(std::move(hook));
+}
+
 Tensor Module::register_parameter(std::string name, Tensor t) {
   t.set_requires_grad(true);
   parameters_.emplace_back(std::move(name), t);

@@ -3,6 +3,7 @@
 // modules, so a whole model can be walked, saved, loaded and switched between train and eval.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -26,7 +27,15 @@ class Module {
 
   /// The module's computation on one input.
   virtual Tensor forward(const Tensor& x) = 0;
-  Tensor operator()(const Tensor& x) { return forward(x); }
+  /// forward(x) with the registered hooks around it. Call modules this way (`(*block)(x)`)
+  /// so that wrappers such as fully sharded data parallelism can act before and after.
+  Tensor operator()(const Tensor& x);
+
+  /// Runs before every call through operator() (torch's register_forward_pre_hook).
+  void register_forward_pre_hook(std::function<void(Module&)> hook);
+  /// Runs after every call through operator() and may replace the output
+  /// (torch's register_forward_hook).
+  void register_forward_hook(std::function<Tensor(Module&, const Tensor& output)> hook);
 
   /// Parameters of this module and its children, depth-first in registration order.
   NamedTensors named_parameters() const;
@@ -64,6 +73,8 @@ class Module {
  private:
   void collect(const std::string& prefix, NamedTensors& out, bool buffers) const;
 
+  std::vector<std::function<void(Module&)>> forward_pre_hooks_;
+  std::vector<std::function<Tensor(Module&, const Tensor&)>> forward_hooks_;
   NamedTensors parameters_;
   NamedTensors buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;

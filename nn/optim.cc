@@ -14,6 +14,16 @@ void check_contiguous(const Tensor& p, const char* op) {
   if (!p.is_contiguous()) throw std::invalid_argument(std::string(op) + ": parameters must be contiguous");
 }
 
+// `slot` itself, zero-filled in the parameter's shape on first use.
+Tensor& lazily(Tensor& slot, const Tensor& param) {
+  if (!slot.defined()) slot = Tensor::zeros(param.shape(), param.dtype());
+  return slot;
+}
+
+std::invalid_argument unknown_state(const char* op, const std::string& name) {
+  return std::invalid_argument(std::string(op) + ": no optimizer state named '" + name + "'");
+}
+
 }  // namespace
 
 Optimizer::Optimizer(std::vector<ParamGroup> groups, double lr) : groups_(std::move(groups)), lr_(lr) {}
@@ -29,15 +39,24 @@ SGD::SGD(std::vector<ParamGroup> groups, double lr, double momentum)
   for (auto& group : groups_) buffers_.emplace_back(group.params.size());
 }
 
+std::vector<std::string> SGD::state_names() const {
+  return momentum_ != 0 ? std::vector<std::string>{"momentum_buffer"} : std::vector<std::string>{};
+}
+
+Tensor& SGD::state(std::size_t group, std::size_t index, const std::string& name) {
+  if (name != "momentum_buffer") throw unknown_state("SGD", name);
+  return lazily(buffers_.at(group).at(index), groups_[group].params[index]);
+}
+
 void SGD::step() {
+  ++steps_;
   for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
     for (std::size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
       const Tensor& p = groups_[gi].params[pi];
       const Tensor g = p.grad();
       if (!g.defined()) continue;
       check_contiguous(p, "SGD");
-      Tensor& buf = buffers_[gi][pi];
-      if (!buf.defined()) buf = Tensor::zeros(p.shape(), p.dtype());
+      Tensor& buf = lazily(buffers_[gi][pi], p);
       dispatch_floating(p.dtype(), "SGD", [&]<typename T>() {
         sgd_update(p.data<T>(), g.data<T>(), buf.data<T>(), p.numel(), lr_, momentum_, groups_[gi].weight_decay);
       });
@@ -53,21 +72,26 @@ Adam::Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled_w
   }
 }
 
+std::vector<std::string> Adam::state_names() const { return {"exp_avg", "exp_avg_sq"}; }
+
+Tensor& Adam::state(std::size_t group, std::size_t index, const std::string& name) {
+  const Tensor& param = groups_.at(group).params.at(index);
+  if (name == "exp_avg") return lazily(exp_avg[group][index], param);
+  if (name == "exp_avg_sq") return lazily(exp_avg_sq[group][index], param);
+  throw unknown_state("Adam", name);
+}
+
 void Adam::step() {
-  ++step_;
+  ++steps_;
   for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
-    const AdamStep s{lr_, options_.beta1, options_.beta2, options_.eps, groups_[gi].weight_decay, step_, decoupled_};
+    const AdamStep s{lr_, options_.beta1, options_.beta2, options_.eps, groups_[gi].weight_decay, steps_, decoupled_};
     for (std::size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
       const Tensor& p = groups_[gi].params[pi];
       const Tensor g = p.grad();
       if (!g.defined()) continue;
       check_contiguous(p, "Adam");
-      Tensor& m = exp_avg[gi][pi];
-      Tensor& v = exp_avg_sq[gi][pi];
-      if (!m.defined()) {
-        m = Tensor::zeros(p.shape(), p.dtype());
-        v = Tensor::zeros(p.shape(), p.dtype());
-      }
+      Tensor& m = lazily(exp_avg[gi][pi], p);
+      Tensor& v = lazily(exp_avg_sq[gi][pi], p);
       dispatch_floating(p.dtype(), "Adam", [&]<typename T>() {
         adam_update(p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(), p.numel(), s);
       });

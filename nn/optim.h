@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "tensor/tensor.h"
@@ -31,10 +32,21 @@ class Optimizer {
   double lr() const { return lr_; }
   void set_lr(double lr) { lr_ = lr; }
   const std::vector<ParamGroup>& param_groups() const { return groups_; }
+  /// Number of steps taken (Adam's t).
+  std::int64_t steps() const { return steps_; }
+  void set_steps(std::int64_t steps) { steps_ = steps; }
+
+  /// Names of the per-parameter state tensors, e.g. {"exp_avg", "exp_avg_sq"}: what a
+  /// checkpoint saves, and what sharded data parallelism splits across ranks.
+  virtual std::vector<std::string> state_names() const = 0;
+  /// State `name` of parameter `index` in group `group`, created zero-filled (parameter's
+  /// shape and dtype) on first use.
+  virtual Tensor& state(std::size_t group, std::size_t index, const std::string& name) = 0;
 
  protected:
   std::vector<ParamGroup> groups_;
   double lr_;
+  std::int64_t steps_ = 0;
 };
 
 /// SGD with momentum and L2 weight decay (torch.optim.SGD, dampening 0):
@@ -43,6 +55,8 @@ class SGD : public Optimizer {
  public:
   SGD(std::vector<ParamGroup> groups, double lr, double momentum = 0.0);
   void step() override;
+  std::vector<std::string> state_names() const override;
+  Tensor& state(std::size_t group, std::size_t index, const std::string& name) override;
 
  private:
   double momentum_;
@@ -63,18 +77,15 @@ class Adam : public Optimizer {
  public:
   Adam(std::vector<ParamGroup> groups, AdamOptions options, bool decoupled_weight_decay = false);
   void step() override;
-  /// Number of steps taken (the t of the bias correction).
-  std::int64_t steps() const { return step_; }
+  std::vector<std::string> state_names() const override;
+  Tensor& state(std::size_t group, std::size_t index, const std::string& name) override;
 
   /// Per-parameter first and second moments, [group][param]; undefined before the first step.
-  /// Exposed for checkpoints.
   std::vector<std::vector<Tensor>> exp_avg, exp_avg_sq;
-  void set_steps(std::int64_t steps) { step_ = steps; }
 
  private:
   AdamOptions options_;
   bool decoupled_;
-  std::int64_t step_ = 0;
 };
 
 /// Adam with decoupled weight decay (torch.optim.AdamW).
