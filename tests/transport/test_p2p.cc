@@ -95,3 +95,47 @@ TEST_CASE("many concurrent async sends and receives in both directions") {
     }
   }));
 }
+
+TEST_CASE("blocking and asynchronous calls on one peer stay in issue order") {
+  require_ok(run_ranks(2, [](const Config& config) {
+    Transport t(config);
+    const std::vector<size_t> sizes = {3 << 20, 10, 0, 1 << 20, 77};  // large ones overtake nothing
+    if (t.rank() == 0) {
+      std::vector<std::vector<std::byte>> out;
+      for (size_t i = 0; i < sizes.size(); ++i) out.push_back(pattern(sizes[i], i));
+      auto a = t.isend(1, out[0], 0);
+      t.send(1, out[1], 1);  // queued behind the asynchronous send, completed by the progress thread
+      auto c = t.isend(1, out[2], 2);
+      t.send(1, out[3], 3);
+      auto e = t.isend(1, out[4], 4);
+      a.wait(), c.wait(), e.wait();
+    } else {
+      std::vector<std::vector<std::byte>> in;
+      for (size_t size : sizes) in.emplace_back(size);
+      t.recv(0, in[0], 0);
+      auto b = t.irecv(0, in[1], 1);
+      auto c = t.irecv(0, in[2], 2);
+      t.recv(0, in[3], 3);
+      auto e = t.irecv(0, in[4], 4);
+      b.wait(), c.wait(), e.wait();
+      for (size_t i = 0; i < sizes.size(); ++i) check(in[i] == pattern(sizes[i], i), fmt::format("message {}", i));
+    }
+  }));
+}
+
+TEST_CASE("a ring sends to the next rank while receiving from the previous one") {
+  require_ok(run_ranks(4, [](const Config& config) {
+    Transport t(config);
+    const int p = t.world_size(), next = (t.rank() + 1) % p, prev = (t.rank() + p - 1) % p;
+    // 8 MiB per step is far beyond the socket buffers: every rank must send and receive at once.
+    std::vector<std::byte> out = pattern(size_t{8} << 20, static_cast<uint64_t>(t.rank())), in(out.size());
+    for (int step = 0; step < p - 1; ++step) {
+      auto request = t.isend(next, out, static_cast<uint64_t>(step));
+      t.recv(prev, in, static_cast<uint64_t>(step));
+      request.wait();
+      std::swap(out, in);  // pass the received block on
+    }
+    // After p-1 steps each rank holds the block of the rank p-1 places back, i.e. next.
+    check(out == pattern(out.size(), static_cast<uint64_t>(next)), "block after the ring");
+  }));
+}
