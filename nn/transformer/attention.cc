@@ -1,0 +1,26 @@
+#include "nn/transformer/attention.h"
+
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "autograd/transformer_ops.h"
+
+namespace ringgrad::nn {
+
+CausalSelfAttention::CausalSelfAttention(const GPTConfig& config)
+    : n_head_(config.n_head), dropout_(config.dropout) {
+  if (config.n_head < 1 || config.n_embd % config.n_head != 0) {
+    throw std::invalid_argument(fmt::format("CausalSelfAttention: n_embd {} is not divisible by n_head {}",
+                                            config.n_embd, config.n_head));
+  }
+  c_attn = register_module("c_attn", std::make_shared<Linear>(config.n_embd, 3 * config.n_embd, config.bias));
+  c_proj = register_module("c_proj", std::make_shared<Linear>(config.n_embd, config.n_embd, config.bias));
+}
+
+Tensor CausalSelfAttention::forward(const Tensor& x) {
+  const Tensor y = causal_self_attention((*c_attn)(x), n_head_);  // [B, T, 3C] -> [B, T, C]
+  return dropout((*c_proj)(y), dropout_, is_training());
+}
+
+}  // namespace ringgrad::nn

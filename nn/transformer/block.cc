@@ -1,0 +1,19 @@
+#include "nn/transformer/block.h"
+
+#include "autograd/ops.h"
+
+namespace ringgrad::nn {
+
+Block::Block(const GPTConfig& config) {
+  ln_1 = register_module("ln_1", std::make_shared<LayerNorm>(config.n_embd, config.bias));
+  attn = register_module("attn", std::make_shared<CausalSelfAttention>(config));
+  ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(config.n_embd, config.bias));
+  mlp = register_module("mlp", std::make_shared<MLP>(config));
+}
+
+Tensor Block::forward(const Tensor& x) {
+  const Tensor h = x + (*attn)((*ln_1)(x));
+  return h + (*mlp)((*ln_2)(h));
+}
+
+}  // namespace ringgrad::nn

@@ -1,0 +1,35 @@
+// GPT training checkpoints in one .safetensors file: the model's state_dict under its own
+// names (loadable by PyTorch as is), AdamW's moments under "optimizer.exp_avg.<name>" and
+// "optimizer.exp_avg_sq.<name>", and in the metadata the config, the iteration, the Adam step
+// count and both random generators, so a resumed run continues bit for bit.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "nn/optim.h"
+#include "nn/transformer/gpt.h"
+#include "tensor/random.h"
+
+namespace ringgrad::nn {
+
+/// Where a training run stands between two iterations.
+struct TrainState {
+  std::int64_t iter = 0;    // the next iteration to run
+  Generator data_gen;       // draws the training batches
+  Generator dropout_gen;    // draws dropout masks (the default generator)
+};
+
+/// Writes model, optimizer and state to `path`. The optimizer's groups must hold the model's
+/// parameters. Throws std::runtime_error naming the path when it cannot be written.
+void save_checkpoint(const std::string& path, const GPT& model, const AdamW& optimizer, const TrainState& state);
+
+/// Loads a file written by save_checkpoint into `model` and `optimizer` (in place) and returns
+/// the saved state. Throws std::runtime_error for an unreadable or foreign file and
+/// std::invalid_argument when the model's names or shapes differ from the checkpoint's.
+TrainState load_checkpoint(const std::string& path, GPT& model, AdamW& optimizer);
+
+/// The config stored in a checkpoint's metadata, to rebuild the model before loading.
+GPTConfig checkpoint_config(const std::string& path);
+
+}  // namespace ringgrad::nn

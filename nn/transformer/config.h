@@ -1,0 +1,21 @@
+// The hyperparameters that define a GPT's shape (nanoGPT's GPTConfig). Letters used in every
+// shape comment of nn/transformer: B batch, T time (<= block_size), C channels (n_embd),
+// V vocab (vocab_size), H heads (n_head), hs = C / H head size.
+#pragma once
+
+#include <cstdint>
+
+namespace ringgrad::nn {
+
+struct GPTConfig {
+  std::int64_t n_layer = 4;
+  std::int64_t n_head = 4;
+  std::int64_t n_embd = 128;
+  std::int64_t block_size = 64;  // longest context T
+  std::int64_t vocab_size = 65;
+  double dropout = 0.0;          // on embeddings, attention output and MLP output
+  bool bias = true;              // biases in Linear layers and LayerNorms
+  bool tie_weights = true;       // lm_head shares wte's [V, C] matrix (Press & Wolf 2017)
+};
+
+}  // namespace ringgrad::nn

@@ -1,0 +1,14 @@
+#include "nn/transformer/layer_norm.h"
+
+#include "autograd/transformer_ops.h"
+
+namespace ringgrad::nn {
+
+LayerNorm::LayerNorm(std::int64_t channels, bool with_bias, double eps) : eps_(eps) {
+  weight = register_parameter("weight", Tensor::ones({channels}));
+  if (with_bias) bias = register_parameter("bias", Tensor::zeros({channels}));
+}
+
+Tensor LayerNorm::forward(const Tensor& x) { return layer_norm(x, weight, bias, eps_); }
+
+}  // namespace ringgrad::nn

@@ -1,0 +1,25 @@
+// The transformer's position-wise feed-forward network: C -> 4C, GELU (tanh approximation,
+// as GPT-2), 4C -> C.
+#pragma once
+
+#include <memory>
+
+#include "nn/linear.h"
+#include "nn/transformer/config.h"
+
+namespace ringgrad::nn {
+
+/// x: [B, T, C] -> [B, T, C]. Children c_fc (C -> 4C) and c_proj (4C -> C); dropout on the
+/// output in training mode.
+class MLP : public Module {
+ public:
+  explicit MLP(const GPTConfig& config);
+  Tensor forward(const Tensor& x) override;
+
+  std::shared_ptr<Linear> c_fc, c_proj;
+
+ private:
+  double dropout_;
+};
+
+}  // namespace ringgrad::nn

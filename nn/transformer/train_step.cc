@@ -1,0 +1,42 @@
+#include "nn/transformer/train_step.h"
+
+#include "autograd/engine.h"
+#include "autograd/grad_mode.h"
+#include "autograd/ops.h"
+#include "tensor/op_profile.h"
+
+namespace ringgrad::nn {
+
+std::vector<ParamGroup> weight_decay_groups(const Module& model, double weight_decay) {
+  ParamGroup decay{{}, weight_decay}, no_decay{{}, 0.0};
+  for (const Tensor& p : model.parameters()) (p.dim() >= 2 ? decay : no_decay).params.push_back(p);
+  return {decay, no_decay};
+}
+
+StepResult train_step(GPT& model, AdamW& optimizer, const data::Batch& batch, double lr, double grad_clip) {
+  optimizer.zero_grad();
+  const Tensor loss = cross_entropy(model(batch.x), batch.y);
+  backward(loss);
+  profile::ProfileScope scope(profile::OpKind::Optimizer);
+  const double norm = grad_clip > 0 ? clip_grad_norm_(model.parameters(), grad_clip) : 0.0;
+  optimizer.set_lr(lr);
+  optimizer.step();
+  return {loss.item<double>(), norm};
+}
+
+double estimate_loss(GPT& model, const data::CharDataset& dataset, data::Split split, std::int64_t batches,
+                     std::int64_t batch_size, std::uint64_t seed) {
+  NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+  Generator gen(seed);
+  double total = 0;
+  for (std::int64_t i = 0; i < batches; ++i) {
+    const data::Batch b = dataset.get_batch(split, batch_size, model.config().block_size, gen);
+    total += cross_entropy(model(b.x), b.y).item<double>();
+  }
+  model.train(was_training);
+  return total / static_cast<double>(batches);
+}
+
+}  // namespace ringgrad::nn

@@ -1,0 +1,34 @@
+// One step of GPT training and the loss estimate, shared by examples/train_gpt,
+// bench/train_bench and the tests. Kept to plain calls so a data-parallel wrapper can slot
+// its gradient all-reduce in between backward and the optimizer.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "nn/data/char_dataset.h"
+#include "nn/optim.h"
+#include "nn/transformer/gpt.h"
+
+namespace ringgrad::nn {
+
+/// AdamW groups as nanoGPT makes them: `weight_decay` for every parameter of 2 or more dims
+/// (Linear weights and the wte/wpe tables), 0 for biases and LayerNorm parameters.
+std::vector<ParamGroup> weight_decay_groups(const Module& model, double weight_decay);
+
+struct StepResult {
+  double loss;       // mean cross-entropy of the batch, before the update
+  double grad_norm;  // global L2 norm of the gradients, before clipping
+};
+
+/// zero_grad, logits = model(batch.x), loss = cross_entropy(logits, batch.y), backward
+/// (the graph and its activations are freed as it runs), clip_grad_norm_(grad_clip) unless
+/// grad_clip is 0, optimizer.set_lr(lr), optimizer.step().
+StepResult train_step(GPT& model, AdamW& optimizer, const data::Batch& batch, double lr, double grad_clip);
+
+/// Mean loss over `batches` batches of `split`, drawn from a Generator seeded with `seed` (the
+/// same batches at every call, so estimates are comparable), in eval mode without a graph.
+double estimate_loss(GPT& model, const data::CharDataset& dataset, data::Split split, std::int64_t batches,
+                     std::int64_t batch_size, std::uint64_t seed);
+
+}  // namespace ringgrad::nn

@@ -1,0 +1,109 @@
+#include "tensor/attention.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "tensor/gemm.h"
+#include "tensor/view.h"
+
+namespace ringgrad::kernels {
+namespace {
+
+struct Dims {
+  std::int64_t b, t, c, h, hs;
+};
+
+Dims check_qkv(const Tensor& qkv, std::int64_t n_head) {
+  if (qkv.dim() != 3 || n_head < 1 || qkv.size(2) % (3 * n_head) != 0) {
+    throw std::invalid_argument(fmt::format("causal_attention: need qkv [B, T, 3C] with C divisible by {} heads, got {}",
+                                            n_head, shape_str(qkv.shape())));
+  }
+  const std::int64_t c = qkv.size(2) / 3;
+  return {qkv.size(0), qkv.size(1), c, n_head, c / n_head};
+}
+
+// C = alpha op(A) op(B) (+ C when accumulate): the one GEMM shape every step below uses.
+template <typename T>
+void gemm_strided(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
+                  std::int64_t lda, const T* b, std::int64_t ldb, T* c, std::int64_t ldc) {
+  GemmArgs<T> g;
+  g.trans_a = ta, g.trans_b = tb, g.m = m, g.n = n, g.k = k, g.alpha = alpha;
+  g.a = a, g.lda = lda, g.b = b, g.ldb = ldb, g.beta = 0, g.c = c, g.ldc = ldc;
+  gemm(g);
+}
+
+}  // namespace
+
+AttentionOutput causal_attention(const Tensor& qkv_in, std::int64_t n_head) {
+  const Dims d = check_qkv(qkv_in, n_head);
+  const Tensor qkv = contiguous(qkv_in);
+  AttentionOutput out{Tensor::zeros({d.b, d.t, d.c}, qkv.dtype()), Tensor::zeros({d.b, d.h, d.t, d.t}, qkv.dtype())};
+  dispatch_floating(qkv.dtype(), "causal_attention", [&]<typename T>() {
+    const T scale = static_cast<T>(1 / std::sqrt(static_cast<double>(d.hs)));
+    const std::int64_t row = 3 * d.c;  // stride between time steps in qkv
+    for (std::int64_t b = 0; b < d.b; ++b) {
+      for (std::int64_t h = 0; h < d.h; ++h) {
+        const T* q = qkv.data<T>() + b * d.t * row + h * d.hs;
+        const T* k = q + d.c;
+        const T* v = q + 2 * d.c;
+        T* p = out.att.data<T>() + (b * d.h + h) * d.t * d.t;
+        gemm_strided<T>(false, true, d.t, d.t, d.hs, scale, q, row, k, row, p, d.t);  // S = Q K^T / sqrt(hs)
+        for (std::int64_t t = 0; t < d.t; ++t) {  // causal softmax over j <= t, zero beyond
+          T* pr = p + t * d.t;
+          const T mx = *std::max_element(pr, pr + t + 1);
+          T total = 0;
+          for (std::int64_t j = 0; j <= t; ++j) total += pr[j] = std::exp(pr[j] - mx);
+          const T inv = 1 / total;
+          for (std::int64_t j = 0; j <= t; ++j) pr[j] *= inv;
+          std::fill(pr + t + 1, pr + d.t, T(0));
+        }
+        T* y = out.y.data<T>() + b * d.t * d.c + h * d.hs;
+        gemm_strided<T>(false, false, d.t, d.hs, d.t, 1, p, d.t, v, row, y, d.c);  // Y = P V
+      }
+    }
+  });
+  return out;
+}
+
+Tensor causal_attention_backward(const Tensor& dy_in, const Tensor& qkv_in, const Tensor& att, std::int64_t n_head) {
+  const Dims d = check_qkv(qkv_in, n_head);
+  const Tensor qkv = contiguous(qkv_in), dy = contiguous(dy_in);
+  Tensor dqkv = Tensor::zeros(qkv.shape(), qkv.dtype());
+  Tensor scratch = Tensor::zeros({d.t, d.t}, qkv.dtype());  // dP, then dS, of one head
+  dispatch_floating(qkv.dtype(), "causal_attention_backward", [&]<typename T>() {
+    const T scale = static_cast<T>(1 / std::sqrt(static_cast<double>(d.hs)));
+    const std::int64_t row = 3 * d.c;
+    T* ds = scratch.data<T>();
+    for (std::int64_t b = 0; b < d.b; ++b) {
+      for (std::int64_t h = 0; h < d.h; ++h) {
+        const std::int64_t base = b * d.t * row + h * d.hs;
+        const T* q = qkv.data<T>() + base;
+        const T* k = q + d.c;
+        const T* v = q + 2 * d.c;
+        T* dq = dqkv.data<T>() + base;
+        T* dk = dq + d.c;
+        T* dv = dq + 2 * d.c;
+        const T* p = att.data<T>() + (b * d.h + h) * d.t * d.t;
+        const T* g = dy.data<T>() + b * d.t * d.c + h * d.hs;
+        gemm_strided<T>(true, false, d.t, d.hs, d.t, 1, p, d.t, g, d.c, dv, row);     // dV = P^T dY
+        gemm_strided<T>(false, true, d.t, d.t, d.hs, 1, g, d.c, v, row, ds, d.t);     // dP = dY V^T
+        for (std::int64_t t = 0; t < d.t; ++t) {  // softmax backward on the causal prefix
+          const T* pr = p + t * d.t;
+          T* sr = ds + t * d.t;
+          T dot = 0;
+          for (std::int64_t j = 0; j <= t; ++j) dot += sr[j] * pr[j];
+          for (std::int64_t j = 0; j <= t; ++j) sr[j] = pr[j] * (sr[j] - dot);
+          std::fill(sr + t + 1, sr + d.t, T(0));
+        }
+        gemm_strided<T>(false, false, d.t, d.hs, d.t, scale, ds, d.t, k, row, dq, row);  // dQ = dS K
+        gemm_strided<T>(true, false, d.t, d.hs, d.t, scale, ds, d.t, q, row, dk, row);   // dK = dS^T Q
+      }
+    }
+  });
+  return dqkv;
+}
+
+}  // namespace ringgrad::kernels

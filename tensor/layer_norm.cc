@@ -1,0 +1,88 @@
+#include "tensor/layer_norm.h"
+
+#include <fmt/format.h>
+
+#include <cmath>
+#include <stdexcept>
+
+#include "tensor/view.h"
+
+namespace ringgrad::kernels {
+namespace {
+
+void check_param(const Tensor& p, const Tensor& x, const char* what) {
+  if (p.dim() != 1 || p.size(0) != x.size(-1) || p.dtype() != x.dtype()) {
+    throw std::invalid_argument(fmt::format("layer_norm: {} must be {} [{}], got {} {}", what,
+                                            dtype_name(x.dtype()), x.size(-1), dtype_name(p.dtype()),
+                                            shape_str(p.shape())));
+  }
+}
+
+}  // namespace
+
+LayerNormOutput layer_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, double eps) {
+  if (x_in.dim() < 1) throw std::invalid_argument("layer_norm: input needs at least one dimension");
+  check_param(weight, x_in, "weight");
+  if (bias.defined()) check_param(bias, x_in, "bias");
+  const Tensor x = contiguous(x_in);
+  const std::int64_t c = x.size(-1), rows = c == 0 ? 0 : x.numel() / c;
+  LayerNormOutput out{Tensor::zeros(x.shape(), x.dtype()), Tensor::zeros({rows}, x.dtype()),
+                      Tensor::zeros({rows}, x.dtype())};
+  dispatch_floating(x.dtype(), "layer_norm", [&]<typename T>() {
+    const Tensor w = contiguous(weight), b = bias.defined() ? contiguous(bias) : Tensor();
+    const T* pw = w.data<T>();
+    const T* pb = b.defined() ? b.data<T>() : nullptr;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const T* xr = x.data<T>() + r * c;
+      T* yr = out.y.data<T>() + r * c;
+      T sum = 0;
+      for (std::int64_t i = 0; i < c; ++i) sum += xr[i];
+      const T mu = sum / static_cast<T>(c);
+      T sq = 0;  // two passes: sum of squared deviations does not cancel catastrophically
+      for (std::int64_t i = 0; i < c; ++i) sq += (xr[i] - mu) * (xr[i] - mu);
+      const T rstd = 1 / std::sqrt(sq / static_cast<T>(c) + static_cast<T>(eps));
+      for (std::int64_t i = 0; i < c; ++i) yr[i] = (xr[i] - mu) * rstd * pw[i] + (pb ? pb[i] : T(0));
+      out.mean.data<T>()[r] = mu;
+      out.rstd.data<T>()[r] = rstd;
+    }
+  });
+  return out;
+}
+
+LayerNormGrads layer_norm_backward(const Tensor& dy_in, const Tensor& x_in, const Tensor& weight,
+                                   const Tensor& mean, const Tensor& rstd, bool has_bias) {
+  const Tensor dy = contiguous(dy_in), x = contiguous(x_in), w = contiguous(weight);
+  const std::int64_t c = x.size(-1), rows = c == 0 ? 0 : x.numel() / c;
+  LayerNormGrads g{Tensor::zeros(x.shape(), x.dtype()), Tensor::zeros({c}, x.dtype()),
+                   has_bias ? Tensor::zeros({c}, x.dtype()) : Tensor()};
+  dispatch_floating(x.dtype(), "layer_norm_backward", [&]<typename T>() {
+    const T* pw = w.data<T>();
+    T* dw = g.dweight.data<T>();
+    T* db = has_bias ? g.dbias.data<T>() : nullptr;
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const T* xr = x.data<T>() + r * c;
+      const T* dyr = dy.data<T>() + r * c;
+      T* dxr = g.dx.data<T>() + r * c;
+      const T mu = mean.data<T>()[r], rs = rstd.data<T>()[r];
+      // First pass: the two row means the input gradient needs, and the parameter gradients.
+      T mean_g = 0, mean_gx = 0;
+      for (std::int64_t i = 0; i < c; ++i) {
+        const T xhat = (xr[i] - mu) * rs;
+        const T gi = dyr[i] * pw[i];
+        mean_g += gi;
+        mean_gx += gi * xhat;
+        dw[i] += dyr[i] * xhat;
+        if (db) db[i] += dyr[i];
+      }
+      mean_g /= static_cast<T>(c);
+      mean_gx /= static_cast<T>(c);
+      for (std::int64_t i = 0; i < c; ++i) {
+        const T xhat = (xr[i] - mu) * rs;
+        dxr[i] = rs * (dyr[i] * pw[i] - mean_g - xhat * mean_gx);
+      }
+    }
+  });
+  return g;
+}
+
+}  // namespace ringgrad::kernels

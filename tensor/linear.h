@@ -1,0 +1,23 @@
+// The affine map of a Linear layer, forward and backward, as three GEMMs on the layouts the
+// tensors already have (the weight is read transposed, never copied) plus a bias row loop.
+// Cost 2 N in out flops forward, twice that backward.
+#pragma once
+
+#include "tensor/tensor.h"
+
+namespace ringgrad::kernels {
+
+/// y = x W^T + b. x: [..., in], weight W: [out, in], bias b: [out] or undefined -> y: [..., out].
+/// All float32 or all float64. Throws std::invalid_argument naming the shapes when they differ.
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
+
+struct LinearGrads {
+  Tensor dx;       // [..., in]; undefined unless need_dx
+  Tensor dweight;  // [out, in] = dy^T x, summed over all leading dims
+  Tensor dbias;    // [out] = column sums of dy; undefined unless has_bias
+};
+
+/// Gradients of linear given dy: [..., out]. dx = dy W.
+LinearGrads linear_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, bool has_bias, bool need_dx);
+
+}  // namespace ringgrad::kernels

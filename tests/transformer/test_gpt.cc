@@ -1,0 +1,171 @@
+// The GPT model as a whole: causality, the closed-form loss at initialisation, memorising one
+// batch, exact resume from a checkpoint, the graph freed after backward, and sampling.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+
+#include "autograd/engine.h"
+#include "autograd/grad_mode.h"
+#include "autograd/node.h"
+#include "autograd/ops.h"
+#include "nn/lr_schedule.h"
+#include "nn/transformer/checkpoint.h"
+#include "nn/transformer/gpt.h"
+#include "nn/transformer/train_step.h"
+#include "tensor/random.h"
+
+using namespace ringgrad;
+using namespace ringgrad::nn;
+
+namespace {
+
+GPTConfig tiny_config() {
+  GPTConfig c;
+  c.n_layer = 2, c.n_head = 2, c.n_embd = 16, c.block_size = 8, c.vocab_size = 11;
+  return c;
+}
+
+Tensor random_ids(std::int64_t b, std::int64_t t, std::int64_t vocab, std::uint64_t seed) {
+  Generator gen(seed);
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(b * t));
+  for (auto& id : ids) id = static_cast<std::int64_t>(gen.next_below(static_cast<std::uint64_t>(vocab)));
+  return Tensor::from_vector(ids, {b, t});
+}
+
+data::CharDataset tiny_corpus() {
+  std::string text;
+  Generator gen(5);
+  for (int i = 0; i < 4000; ++i) text.push_back(static_cast<char>('a' + gen.next_below(11)));
+  return data::CharDataset(text);
+}
+
+}  // namespace
+
+TEST_CASE("GPT: parameter names follow nanoGPT and weight tying shares wte") {
+  manual_seed(0);
+  GPTConfig c = tiny_config();
+  GPT tied(c);
+  const auto names = tied.state_dict();
+  for (const char* n : {"wte.weight", "wpe.weight", "h.0.ln_1.weight", "h.0.attn.c_attn.weight", "h.0.attn.c_proj.bias",
+                        "h.1.mlp.c_fc.weight", "h.1.mlp.c_proj.weight", "h.1.ln_2.bias", "ln_f.weight"}) {
+    CHECK(names.count(n) == 1);
+  }
+  CHECK(names.count("lm_head.weight") == 0);
+  c.tie_weights = false, c.bias = false;
+  GPT untied(c);
+  CHECK(untied.state_dict().count("lm_head.weight") == 1);
+  CHECK(untied.state_dict().count("h.0.attn.c_attn.bias") == 0);
+}
+
+TEST_CASE("GPT: changing token t+1 leaves the logits at positions <= t unchanged") {
+  manual_seed(1);
+  GPT model(tiny_config());
+  NoGradGuard no_grad;
+  Tensor ids = random_ids(2, 8, 11, 2);
+  const auto before = model(ids).to_vector<float>();
+  ids.data<std::int64_t>()[5] = (ids.data<std::int64_t>()[5] + 1) % 11;  // row 0, t = 5
+  const auto after = model(ids).to_vector<float>();
+  const std::size_t v = 11;
+  for (std::size_t t = 0; t < 8; ++t) {
+    bool same = true;
+    for (std::size_t j = 0; j < v; ++j) same &= before[t * v + j] == after[t * v + j];
+    CHECK(same == (t < 5));  // positions before 5 see no change, 5 and later do
+  }
+  const auto other_row = std::equal(before.begin() + 8 * v, before.end(), after.begin() + 8 * v);
+  CHECK(other_row);
+}
+
+TEST_CASE("GPT: loss at initialisation is within 0.1 of ln(V)") {
+  manual_seed(3);
+  GPTConfig c = tiny_config();
+  c.vocab_size = 65, c.n_embd = 32, c.block_size = 16;
+  GPT model(c);
+  NoGradGuard no_grad;
+  const Tensor ids = random_ids(8, 16, 65, 4);
+  const double loss = cross_entropy(model(ids), random_ids(8, 16, 65, 5)).item<double>();
+  CHECK(std::abs(loss - std::log(65.0)) < 0.1);
+}
+
+TEST_CASE("GPT: one batch is memorised to loss < 0.1") {
+  manual_seed(6);
+  GPT model(tiny_config());
+  AdamW opt(weight_decay_groups(model, 0.0), {3e-3, 0.9, 0.99, 1e-8});
+  const data::Batch batch{random_ids(4, 8, 11, 7), random_ids(4, 8, 11, 8)};
+  double loss = 0;
+  for (int i = 0; i < 300 && (i == 0 || loss >= 0.1); ++i) loss = train_step(model, opt, batch, 3e-3, 1.0).loss;
+  CHECK(loss < 0.1);
+}
+
+TEST_CASE("GPT: backward frees the graph and the activations it holds") {
+  manual_seed(7);
+  GPT model(tiny_config());
+  std::weak_ptr<autograd::Node> logits_node;
+  Tensor loss;
+  {
+    const Tensor logits = model(random_ids(2, 8, 11, 9));
+    logits_node = logits.grad_fn();
+    loss = cross_entropy(logits, random_ids(2, 8, 11, 10));
+  }
+  CHECK(!logits_node.expired());  // the graph keeps it until backward
+  backward(loss);
+  CHECK(logits_node.expired());
+}
+
+TEST_CASE("GPT: resuming from a checkpoint gives the same next-step loss as not stopping") {
+  const data::CharDataset ds = tiny_corpus();
+  GPTConfig c = tiny_config();
+  c.dropout = 0.1;  // so the dropout generator's state matters too
+  const CosineSchedule schedule{1e-2, 1e-3, 2, 10};
+  const std::string path = (std::filesystem::temp_directory_path() / "ringgrad_gpt_resume.safetensors").string();
+
+  // Uninterrupted: 6 steps, checkpoint after the 4th.
+  manual_seed(11);
+  GPT model(c);
+  AdamW opt(weight_decay_groups(model, 0.1), {1e-2, 0.9, 0.99, 1e-8});
+  TrainState state{0, Generator(12), default_generator()};
+  std::vector<double> losses;
+  for (; state.iter < 6; ++state.iter) {
+    if (state.iter == 4) {
+      state.dropout_gen = default_generator();
+      save_checkpoint(path, model, opt, state);
+    }
+    losses.push_back(train_step(model, opt, ds.get_batch(data::Split::Train, 4, 8, state.data_gen),
+                                schedule.at(state.iter), 1.0).loss);
+  }
+
+  // Resumed: a differently initialised model, loaded from the checkpoint.
+  manual_seed(99);
+  GPT resumed(checkpoint_config(path));
+  AdamW opt2(weight_decay_groups(resumed, 0.1), {1e-2, 0.9, 0.99, 1e-8});
+  TrainState s2 = load_checkpoint(path, resumed, opt2);
+  default_generator() = s2.dropout_gen;
+  CHECK(s2.iter == 4);
+  for (; s2.iter < 6; ++s2.iter) {
+    const double loss = train_step(resumed, opt2, ds.get_batch(data::Split::Train, 4, 8, s2.data_gen),
+                                   schedule.at(s2.iter), 1.0).loss;
+    CHECK(loss == losses[static_cast<std::size_t>(s2.iter)]);  // bit for bit
+  }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("GPT::generate: shape, seeded, and top_k = 1 is greedy") {
+  manual_seed(13);
+  GPT model(tiny_config());
+  const Tensor prompt = random_ids(2, 3, 11, 14);
+  Generator g1(1), g2(1), g3(2);
+  const Tensor a = model.generate(prompt, 10, 1.0, 0, g1);  // runs past block_size 8: the context is cropped
+  CHECK(a.shape() == Shape{2, 13});
+  CHECK(a.to_vector<std::int64_t>() == model.generate(prompt, 10, 1.0, 0, g2).to_vector<std::int64_t>());
+  CHECK(model.is_training());  // restored
+
+  const Tensor greedy = model.generate(prompt, 1, 1.0, 1, g3);
+  NoGradGuard no_grad;
+  model.eval();
+  const auto logits = model(prompt).to_vector<float>();
+  for (std::size_t b = 0; b < 2; ++b) {
+    const auto row = logits.begin() + static_cast<std::ptrdiff_t>((b * 3 + 2) * 11);
+    CHECK(greedy.to_vector<std::int64_t>()[b * 4 + 3] == std::max_element(row, row + 11) - row);
+  }
+}

@@ -1,0 +1,120 @@
+// The transformer's ops against central differences in float64 (tolerance as in
+// tests/autograd), and their fused forwards against the same math composed from plain ops.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include "autograd/grad_mode.h"
+#include "autograd/linear.h"
+#include "autograd/ops.h"
+#include "autograd/transformer_ops.h"
+#include "support/gradcheck.h"
+#include "tensor/elementwise.h"
+#include "tensor/reduce.h"
+#include "tensor/view.h"
+
+using namespace ringgrad;
+using ringgrad::testing::gradcheck;
+using ringgrad::testing::random_input;
+using Inputs = std::vector<Tensor>;
+
+namespace {
+
+double max_abs_diff(const Tensor& a, const Tensor& b) {
+  REQUIRE(a.shape() == b.shape());
+  const auto x = a.to_vector<double>(), y = b.to_vector<double>();
+  double d = 0;
+  for (std::size_t i = 0; i < x.size(); ++i) d = std::max(d, std::abs(x[i] - y[i]));
+  return d;
+}
+
+// Causal attention written the textbook way: split, transpose to heads, masked softmax, merge.
+Tensor attention_reference(const Tensor& qkv, std::int64_t n_head) {
+  const std::int64_t b = qkv.size(0), t = qkv.size(1), c = qkv.size(2) / 3, hs = c / n_head;
+  auto heads = [&](std::int64_t i) {  // [B, T, C] slice i -> [B, H, T, hs]
+    return transpose(reshape(narrow(qkv, 2, i * c, c), {b, t, n_head, hs}), 1, 2);
+  };
+  Tensor scores = matmul(heads(0), transpose(heads(1), -1, -2)) * (1.0 / std::sqrt(static_cast<double>(hs)));
+  std::vector<double> mask(static_cast<std::size_t>(t * t));
+  for (std::int64_t i = 0; i < t; ++i) {
+    for (std::int64_t j = i + 1; j < t; ++j) mask[static_cast<std::size_t>(i * t + j)] = -1e30;
+  }
+  Tensor probs = softmax(scores + Tensor::from_vector(mask, {t, t}), -1);
+  return reshape(transpose(matmul(probs, heads(2)), 1, 2), {b, t, c});
+}
+
+}  // namespace
+
+TEST_CASE("layer_norm: gradients, with and without bias") {
+  Tensor x = random_input({2, 3, 5}, 1), w = random_input({5}, 2), b = random_input({5}, 3);
+  CHECK(gradcheck([](const Inputs& in) { return layer_norm(in[0], in[1], in[2]); }, {x, w, b}) == "");
+  CHECK(gradcheck([](const Inputs& in) { return layer_norm(in[0], in[1], Tensor()); }, {x, w}) == "");
+}
+
+TEST_CASE("layer_norm: forward equals (x - mean) / sqrt(var + eps) * w + b") {
+  Tensor x = random_input({4, 6}, 4), w = random_input({6}, 5), b = random_input({6}, 6);
+  NoGradGuard no_grad;
+  const Tensor mu = mean(x, {-1}, true);
+  const Tensor var = mean(pow(x - mu, 2.0), {-1}, true);
+  const Tensor expected = (x - mu) / sqrt(var + 1e-5) * w + b;
+  CHECK(max_abs_diff(layer_norm(x, w, b), expected) < 1e-12);
+}
+
+TEST_CASE("linear: gradients of x, W and b, batched input") {
+  Tensor x = random_input({2, 3, 4}, 7), w = random_input({5, 4}, 8), b = random_input({5}, 9);
+  CHECK(gradcheck([](const Inputs& in) { return linear(in[0], in[1], in[2]); }, {x, w, b}) == "");
+  CHECK(gradcheck([](const Inputs& in) { return linear(in[0], in[1]); }, {x, w}) == "");
+  NoGradGuard no_grad;
+  CHECK(max_abs_diff(linear(x, w, b), matmul(x, transpose(w, 0, 1)) + b) < 1e-12);
+}
+
+TEST_CASE("causal_self_attention: gradients with one, two and three heads") {
+  for (std::int64_t heads : {1, 2, 3}) {
+    INFO("heads " << heads);
+    Tensor qkv = random_input({2, 4, 3 * 6}, 10 + static_cast<std::uint64_t>(heads));
+    CHECK(gradcheck([heads](const Inputs& in) { return causal_self_attention(in[0], heads); }, {qkv}) == "");
+  }
+}
+
+TEST_CASE("causal_self_attention: forward equals the masked-softmax composition") {
+  Tensor qkv = random_input({3, 5, 3 * 8}, 20);
+  NoGradGuard no_grad;
+  CHECK(max_abs_diff(causal_self_attention(qkv, 4), attention_reference(qkv, 4)) < 1e-12);
+  CHECK_THROWS_AS(causal_self_attention(qkv, 3), std::invalid_argument);  // 8 channels, 3 heads
+}
+
+TEST_CASE("embedding, gelu, residual add and cross_entropy over a large vocabulary") {
+  Tensor table = random_input({7, 3}, 30);
+  const Tensor ids = Tensor::from_vector<std::int64_t>({1, 4, 4, 0, 6, 1}, {2, 3});
+  CHECK(gradcheck([&](const Inputs& in) { return embedding(in[0], ids); }, {table}) == "");
+
+  Tensor x = random_input({3, 4}, 31), r = random_input({3, 4}, 32);
+  {
+    NoGradGuard no_grad;
+    kernels::mul_(x, 3.0);  // cover GELU's curved region, not just its middle
+  }
+  CHECK(gradcheck([](const Inputs& in) { return gelu(in[0]); }, {x}) == "");
+  CHECK(gradcheck([](const Inputs& in) { return in[0] + gelu(in[1]); }, {r, x}) == "");  // x + f(x) pattern
+
+  Tensor logits = random_input({2, 3, 500}, 33);
+  const Tensor targets = Tensor::from_vector<std::int64_t>({0, 499, 250, 7, 7, 311}, {2, 3});
+  CHECK(gradcheck([&](const Inputs& in) { return cross_entropy(in[0], targets); }, {logits}) == "");
+}
+
+TEST_CASE("dropout: gradient through a fixed mask, expectation kept, off in eval") {
+  Tensor x = random_input({4, 5}, 40);
+  CHECK(gradcheck([](const Inputs& in) {
+          Generator gen(9);  // the same mask at every evaluation
+          return dropout(in[0], 0.3, true, gen);
+        }, {x}) == "");
+
+  NoGradGuard no_grad;
+  Generator gen(1);
+  const Tensor ones = Tensor::ones({100000}, DType::Float64);
+  const Tensor y = dropout(ones, 0.25, true, gen);
+  CHECK(sum(y).item<double>() / 100000 == Approx(1.0).margin(0.01));
+  CHECK(sum(kernels::eq(y, Tensor::zeros({1}, DType::Float64))).item<double>() / 100000 == Approx(0.25).margin(0.01));
+  CHECK(dropout(ones, 0.25, false, gen).storage() == ones.storage());
+  Generator a(5), b(5);
+  CHECK(max_abs_diff(dropout(ones, 0.5, true, a), dropout(ones, 0.5, true, b)) == 0);  // seeded
+}
