@@ -1,0 +1,127 @@
+// The rendezvous store: set/get/add/wait semantics across real processes, timeouts that name
+// the key, and a server that refuses other jobs and malformed requests but keeps serving.
+
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <functional>
+#include <memory>
+
+#include <fmt/format.h>
+
+#include "tests/support/multiprocess.h"
+#include "transport/error.h"
+#include "transport/net.h"
+#include "transport/store.h"
+#include "transport/store_protocol.h"
+#include "transport/store_server.h"
+#include "transport/wire.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using ringgrad::test::check;
+using ringgrad::test::describe;
+using ringgrad::test::run_ranks;
+using ringgrad::transport::Config;
+using ringgrad::transport::Store;
+using ringgrad::transport::StoreServer;
+using ringgrad::transport::TransportError;
+namespace net = ringgrad::transport::net;
+namespace proto = ringgrad::transport::store_protocol;
+
+// Rank 0 serves and every rank (rank 0 too) is a client, as in a Transport. A closing barrier
+// keeps rank 0's server up until every rank is done with it.
+void with_store(const Config& config, const std::function<void(Store&)>& body) {
+  std::unique_ptr<StoreServer> server;
+  if (config.rank == 0) server = std::make_unique<StoreServer>(config.master_port, config.job_id);
+  Store store(config.master_addr, config.master_port, config.job_id, config.rank, config.timeout);
+  body(store);
+  if (store.add("test/finished", 1) == config.world_size) store.set("test/all finished", "");
+  else store.wait({"test/all finished"});
+}
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("store: get waits for set, add is atomic across processes, wait sees every key") {
+  constexpr int kRanks = 4, kAdds = 50;
+  auto results = run_ranks(kRanks, [](const Config& config) {
+    with_store(config, [&](Store& store) {
+      // Each rank publishes a value and reads everyone's, blocking until each is there.
+      store.set(fmt::format("value/{}", config.rank), fmt::format("from rank {}", config.rank));
+      for (int r = 0; r < kRanks; ++r) check(store.get(fmt::format("value/{}", r)) == fmt::format("from rank {}", r), "get");
+      for (int i = 0; i < kAdds; ++i) store.add("counter", 1);
+      store.set(fmt::format("added/{}", config.rank), "");
+      std::vector<std::string> keys;
+      for (int r = 0; r < kRanks; ++r) keys.push_back(fmt::format("added/{}", r));
+      store.wait(keys);
+      check(store.add("counter", 0) == kRanks * kAdds, "counter = ranks x adds");
+      // Values are bytes: empty ones, and zeros inside.
+      const std::string binary("a\0b\0", 4);
+      store.set(fmt::format("binary/{}", config.rank), binary);
+      check(store.get(fmt::format("binary/{}", config.rank)) == binary, "binary value");
+      store.set("empty", "");
+      check(store.get("empty").empty(), "empty value");
+    });
+  });
+  INFO(describe(results));
+  for (const auto& r : results) REQUIRE(r.ok());
+}
+
+TEST_CASE("store: get and wait on a key nobody sets time out, naming the key") {
+  StoreServer server(0, "job");
+  Store store("127.0.0.1", server.port(), "job", 3, 5s);
+  store.set("present", "1");
+  std::string error;
+  try {
+    store.get("never set", 300ms);
+  } catch (const TransportError& e) {
+    error = e.what();
+  }
+  CHECK(contains(error, "rank 3: store at 127.0.0.1:"));
+  CHECK(contains(error, "get 'never set' timed out after 0.3 s"));
+  error.clear();
+  try {
+    store.wait({"present", "missing"}, 300ms);
+  } catch (const TransportError& e) {
+    error = e.what();
+  }
+  CHECK(contains(error, "wait timed out after 0.3 s: key 'missing' was never set"));
+  // The connection is still in step after the timeouts.
+  CHECK(store.get("present") == "1");
+  CHECK(store.add("n", 5) == 5);
+  store.set("text", "x");
+  CHECK_THROWS_WITH(store.add("text", 1), Catch::Contains("does not hold an integer"));
+}
+
+TEST_CASE("store: another job is refused, a malformed request is dropped, and the store keeps serving") {
+  StoreServer server(0, "job-a");
+  Store ours("127.0.0.1", server.port(), "job-a", 0, 5s);
+  ours.set("k", "v");
+  CHECK_THROWS_WITH(Store("127.0.0.1", server.port(), "job-b", 1, 5s), Catch::Contains("job id 'job-b' is not this store's job 'job-a'"));
+
+  const auto deadline = net::Clock::now() + 5s;
+  // A request with a value over the bound: refused before anything is allocated.
+  auto hello = proto::encode_request(proto::Op::hello, "job-a", "2", 0);
+  auto huge = proto::encode_request(proto::Op::set, "k", "", 0);
+  ringgrad::transport::wire::put_u64(&huge[16], proto::kMaxValueBytes + 1);
+  for (const auto& garbage : {std::vector<std::byte>(24, std::byte{0x41}), huge}) {
+    net::Fd fd = net::connect("127.0.0.1", server.port(), deadline, "test client");
+    net::write_all(fd.get(), hello, deadline, "hello");
+    std::array<std::byte, proto::kResponseFixedBytes> response{};
+    net::read_exact(fd.get(), response, deadline, "hello response");
+    CHECK(proto::decode_response_header(response).status == proto::Status::ok);
+    net::write_all(fd.get(), garbage, deadline, "garbage");
+    CHECK_THROWS_AS(net::read_exact(fd.get(), response, deadline, "after garbage"), TransportError);  // closed or reset
+  }
+  // Before the hello, nothing else is served.
+  {
+    net::Fd fd = net::connect("127.0.0.1", server.port(), deadline, "test client");
+    net::write_all(fd.get(), proto::encode_request(proto::Op::get, "k", "", 0), deadline, "get without hello");
+    std::array<std::byte, proto::kResponseFixedBytes> response{};
+    CHECK_THROWS_AS(net::read_exact(fd.get(), response, deadline, "no hello"), TransportError);
+  }
+  CHECK(ours.get("k") == "v");
+}
