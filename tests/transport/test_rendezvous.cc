@@ -1,0 +1,161 @@
+// Rendezvous: who may join a job. A connection with another job id, a duplicate rank or a
+// malformed hello is refused with a reason while the job carries on; the environment of
+// torchrun-style launchers, mpirun and srun all give a valid Config.
+
+#include <catch2/catch.hpp>
+
+#include <stdlib.h>
+
+#include <array>
+#include <chrono>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "tests/support/multiprocess.h"
+#include "transport/net.h"
+#include "transport/rendezvous.h"
+#include "transport/transport.h"
+#include "transport/wire.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using ringgrad::test::check;
+using ringgrad::test::describe;
+using ringgrad::test::run_ranks;
+using ringgrad::transport::Config;
+using ringgrad::transport::Store;
+using ringgrad::transport::Transport;
+using ringgrad::transport::TransportError;
+namespace net = ringgrad::transport::net;
+namespace wire = ringgrad::transport::wire;
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// Sends raw bytes to the listener at "host:port" and returns the refusal reason it answers
+// with ("" if it accepted or closed without one).
+std::string knock(const std::string& address, const std::vector<std::byte>& bytes) {
+  const auto deadline = net::Clock::now() + 10s;
+  const size_t colon = address.rfind(':');
+  net::Fd fd = net::connect(address.substr(0, colon), static_cast<uint16_t>(std::stoi(address.substr(colon + 1))), deadline, "knock");
+  net::write_all(fd.get(), bytes, deadline, "knock");
+  std::array<std::byte, wire::kReplyFixedBytes> fixed{};
+  try {
+    net::read_exact(fd.get(), fixed, deadline, "knock reply");
+  } catch (const TransportError&) {
+    return "";
+  }
+  size_t reason_bytes = 0;
+  wire::Reply reply = wire::decode_reply_fixed(fixed, reason_bytes);
+  reply.reason.resize(reason_bytes);
+  net::read_exact(fd.get(), std::as_writable_bytes(std::span(reply.reason)), deadline, "knock reason");
+  return reply.accepted ? "" : reply.reason;
+}
+
+}  // namespace
+
+TEST_CASE("another job, a wrong rank or a malformed hello is refused; the job carries on") {
+  auto results = run_ranks(2, [](const Config& config) {
+    if (config.rank == 1) {
+      // Before joining, knock on rank 0's listener (it is waiting for rank 1) as intruders would.
+      Store store(config.master_addr, config.master_port, config.job_id, 1, config.timeout);
+      const std::string rank0 = store.get(ringgrad::transport::address_key(0));
+      std::string reason = knock(rank0, wire::encode_hello({1, 2, "another-job"}));
+      check(contains(reason, "job id 'another-job' is not this job's"), reason);
+      reason = knock(rank0, wire::encode_hello({1, 3, config.job_id}));
+      check(contains(reason, "world size 3 is not this job's 2"), reason);
+      reason = knock(rank0, wire::encode_hello({0, 2, config.job_id}));
+      check(contains(reason, "rank 0 must not connect to rank 0"), reason);
+      auto oversized = wire::encode_hello({1, 2, config.job_id});
+      wire::put_u16(&oversized[6], 60000);  // a job id length far over the bound
+      reason = knock(rank0, oversized);
+      check(contains(reason, "job id of 60000 bytes"), reason);
+      reason = knock(rank0, std::vector<std::byte>(16, std::byte{0x47}));
+      check(contains(reason, "not a ringgrad peer"), reason);
+    }
+    Transport t(config);
+    std::vector<std::byte> data(1000, std::byte{7});
+    if (t.rank() == 0) t.send(1, data, 9);
+    else {
+      std::vector<std::byte> in(1000);
+      t.recv(0, in, 9);
+      check(in == data, "message after the intruders");
+    }
+  });
+  INFO(describe(results));
+  for (const auto& r : results) REQUIRE(r.ok());
+}
+
+TEST_CASE("a second process with a rank already taken is refused") {
+  auto results = run_ranks(3, [](const Config& config) {
+    Config mine = config;
+    mine.world_size = 2;
+    if (config.rank == 2) {
+      // Claims rank 1 once the real rank 1 has registered.
+      Store store(config.master_addr, config.master_port, config.job_id, 2, config.timeout);
+      store.wait({ringgrad::transport::address_key(1)});
+      mine.rank = 1;
+      try {
+        Transport t(mine);
+      } catch (const TransportError& e) {
+        check(contains(e.what(), "rank 1 has already joined job"), e.what());
+        store.set("test/refused", "");
+        return;
+      }
+      throw std::runtime_error("the duplicate rank 1 joined");
+    }
+    Transport t(mine);
+    std::vector<std::byte> data(4);
+    if (t.rank() == 0) t.send(1, data, 0);
+    else t.recv(0, data, 0);
+    t.store().wait({"test/refused"});  // keep rank 0's store up for the duplicate
+  });
+  INFO(describe(results));
+  for (const auto& r : results) REQUIRE(r.ok());
+}
+
+TEST_CASE("Config::from_env reads torchrun, Open MPI and Slurm variables") {
+  for (const char* name : {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS",
+                           "MASTER_ADDR", "MASTER_PORT", "RINGGRAD_JOB_ID", "RINGGRAD_TIMEOUT", "RINGGRAD_BIND_ADDR", "SLURM_JOB_ID",
+                           "SLURM_STEP_ID"})
+    ::unsetenv(name);
+  CHECK_THROWS_WITH(Config::from_env(), Catch::Contains("no rank in the environment"));
+
+  ::setenv("MASTER_ADDR", "10.1.2.3", 1);
+  ::setenv("MASTER_PORT", "29500", 1);
+  ::setenv("OMPI_COMM_WORLD_RANK", "3", 1);
+  ::setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
+  Config c = Config::from_env();
+  CHECK((c.rank == 3 && c.world_size == 4 && c.master_addr == "10.1.2.3" && c.master_port == 29500));
+
+  ::setenv("SLURM_PROCID", "1", 1);  // Open MPI's variables come first when both are set
+  ::setenv("SLURM_NTASKS", "2", 1);
+  CHECK(Config::from_env().rank == 3);
+  ::unsetenv("OMPI_COMM_WORLD_RANK");
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
+  ::setenv("SLURM_JOB_ID", "777", 1);
+  ::setenv("SLURM_STEP_ID", "2", 1);
+  c = Config::from_env();
+  CHECK((c.rank == 1 && c.world_size == 2 && c.job_id == "slurm-777.2"));
+
+  ::setenv("RANK", "0", 1);  // torchrun-style variables win over both
+  ::setenv("WORLD_SIZE", "8", 1);
+  ::setenv("RINGGRAD_JOB_ID", "job", 1);
+  ::setenv("RINGGRAD_TIMEOUT", "7", 1);
+  ::setenv("RINGGRAD_BIND_ADDR", "10.1.2.4", 1);
+  c = Config::from_env();
+  CHECK((c.rank == 0 && c.world_size == 8 && c.job_id == "job" && c.timeout == 7s && c.bind_addr == "10.1.2.4"));
+
+  ::setenv("RANK", "8", 1);
+  CHECK_THROWS_WITH(Config::from_env(), Catch::Contains("RANK='8' is not an integer in [0, 7]"));
+  ::setenv("RANK", "x", 1);
+  CHECK_THROWS_WITH(Config::from_env(), Catch::Contains("RANK='x'"));
+  ::setenv("RANK", "1", 1);
+  ::unsetenv("MASTER_PORT");
+  CHECK_THROWS_WITH(Config::from_env(), Catch::Contains("MASTER_PORT is not set"));
+  ::setenv("MASTER_PORT", "70000", 1);
+  CHECK_THROWS_WITH(Config::from_env(), Catch::Contains("MASTER_PORT='70000'"));
+  ::unsetenv("WORLD_SIZE");
+  CHECK_THROWS_WITH(Config::from_env(), Catch::Contains("RANK and WORLD_SIZE must be set together"));
+}
