@@ -1,0 +1,92 @@
+// ringgrad-run: the environment it gives each rank, the [rank N] prefix on every line, stopping
+// all ranks when one fails or on Ctrl-C, and a real ringgrad job started with it.
+
+#include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include <fmt/format.h>
+
+namespace {
+
+struct Outcome {
+  int exit_code;
+  std::string out, err;
+};
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// Runs a shell command line, capturing stdout and stderr.
+Outcome sh(const std::string& command) {
+  const std::string base = fmt::format("/tmp/ringgrad-launcher-test-{}", ::getpid());
+  int status = std::system(fmt::format("{} >{}.out 2>{}.err", command, base, base).c_str());
+  Outcome o{WIFEXITED(status) ? WEXITSTATUS(status) : -1, slurp(base + ".out"), slurp(base + ".err")};
+  std::remove((base + ".out").c_str());
+  std::remove((base + ".err").c_str());
+  return o;
+}
+
+const std::string run = RINGGRAD_RUN;
+
+bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+}  // namespace
+
+TEST_CASE("ringgrad-run gives each rank torchrun's environment and prefixes its lines") {
+  Outcome o = sh(run + " --nproc-per-node 3 -- sh -c 'echo $RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $MASTER_ADDR "
+                       "${MASTER_PORT:+port} ${RINGGRAD_JOB_ID:+job}; echo to stderr >&2; printf no-newline'");
+  INFO(o.out << o.err);
+  REQUIRE(o.exit_code == 0);
+  for (int r = 0; r < 3; ++r) {
+    CHECK(contains(o.out, fmt::format("[rank {}] {} {} 3 3 127.0.0.1 port job\n", r, r, r)));
+    CHECK(contains(o.out, fmt::format("[rank {}] no-newline\n", r)));
+    CHECK(contains(o.err, fmt::format("[rank {}] to stderr\n", r)));
+  }
+  o = sh(run + " --nnodes 2 --node-rank 1 --nproc-per-node 2 --master-addr 10.9.8.7 --master-port 1234 "
+               "sh -c 'echo $RANK $LOCAL_RANK $WORLD_SIZE $MASTER_ADDR $MASTER_PORT $RINGGRAD_JOB_ID'");
+  CHECK(contains(o.out, "[rank 2] 2 0 4 10.9.8.7 1234 ringgrad-10.9.8.7:1234\n"));
+  CHECK(contains(o.out, "[rank 3] 3 1 4 10.9.8.7 1234 ringgrad-10.9.8.7:1234\n"));
+  CHECK(sh(run + " --nnodes 2 --nproc-per-node 2 true").exit_code == 2);  // no --master-port
+}
+
+TEST_CASE("ringgrad-run stops the other ranks when one fails and reports it") {
+  // The siblings would sleep for a minute; the launcher must stop them (and what they started).
+  Outcome o = sh(run + " --nproc-per-node 4 --grace 1 sh -c 'if [ $RANK = 2 ]; then exit 7; fi; sleep 60'");
+  INFO(o.err);
+  CHECK(o.exit_code == 7);
+  CHECK(contains(o.err, "ringgrad-run: rank 2 (pid"));
+  CHECK(contains(o.err, "exited with code 7; stopping the other ranks"));
+  o = sh(run + " --nproc-per-node 2 --grace 1 sh -c 'if [ $RANK = 1 ]; then kill -9 $$; fi; sleep 60'");
+  INFO(o.err);
+  CHECK(o.exit_code == 128 + 9);
+  CHECK(contains(o.err, "rank 1 (pid"));
+  CHECK(contains(o.err, "was killed by signal 9 (SIGKILL)"));
+}
+
+TEST_CASE("Ctrl-C on ringgrad-run stops every rank") {
+  // SIGINT to the launcher alone (as a terminal's Ctrl-C reaches it); the ranks ignore SIGINT,
+  // so only the launcher's SIGTERM can end them.
+  Outcome o = sh("( " + run + " --nproc-per-node 3 --grace 1 sh -c 'trap \"\" INT; echo up; sleep 60' & pid=$!; "
+                 "sleep 1; kill -INT $pid; wait $pid )");
+  INFO(o.out << o.err);
+  CHECK(o.exit_code == 128 + 2);
+  CHECK(contains(o.err, "received signal 2 (SIGINT); stopping the other ranks"));
+}
+
+TEST_CASE("ranks started by ringgrad-run join one job and exchange messages") {
+  Outcome o = sh(run + " --nproc-per-node 4 " + std::string(LAUNCHER_CHILD));
+  INFO(o.out << o.err);
+  REQUIRE(o.exit_code == 0);
+  for (int r = 0; r < 4; ++r) CHECK(contains(o.out, fmt::format("[rank {}] got {} from rank {}\n", r, (r + 3) % 4 * 1000, (r + 3) % 4)));
+}

@@ -1,0 +1,88 @@
+// ringgrad-run: starts the ranks of a job on this node with torchrun's flags and environment
+// (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, RINGGRAD_JOB_ID).
+//   ringgrad-run --nproc-per-node 4 build/bin/train_mlp --epochs 1
+//   ringgrad-run --nnodes 2 --node-rank 0 --nproc-per-node 8 --master-addr 10.0.0.1 --master-port 29500 -- prog args
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "transport/launcher/supervisor.h"
+
+namespace {
+
+// A port that was free a moment ago on every interface (the kernel's ephemeral choice). Rank 0
+// binds it again a moment later; the window for a race is the same as torchrun's.
+uint16_t free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  socklen_t len = sizeof addr;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+    throw std::runtime_error("cannot find a free port; pass --master-port");
+  ::close(fd);
+  return ntohs(addr.sin_port);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"ringgrad-run: start the ranks of a ringgrad job on this node (torchrun's flags)"};
+  int nproc_per_node = 1, nnodes = 1, node_rank = 0;
+  std::string master_addr = "127.0.0.1";
+  int master_port = 0;
+  double grace_s = 5;
+  std::vector<std::string> command;
+  app.add_option("--nproc-per-node,--nproc_per_node", nproc_per_node, "ranks on this node")->check(CLI::Range(1, 4096));
+  app.add_option("--nnodes", nnodes, "nodes in the job")->check(CLI::Range(1, 65536));
+  app.add_option("--node-rank,--node_rank", node_rank, "this node's index in [0, nnodes)")->check(CLI::NonNegativeNumber);
+  app.add_option("--master-addr,--master_addr", master_addr, "address of node 0, where rank 0 serves the rendezvous store");
+  app.add_option("--master-port,--master_port", master_port, "port of the store; 0 = a free one (single node only)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--grace", grace_s, "seconds between SIGTERM and SIGKILL when stopping the ranks")->check(CLI::NonNegativeNumber);
+  app.prefix_command();  // the first positional argument is the program: it and all after it are its own
+  app.footer("After the options: the program and its arguments (an optional -- may separate them).");
+  CLI11_PARSE(app, argc, argv);
+  command = app.remaining();
+  if (!command.empty() && command.front() == "--") command.erase(command.begin());
+
+  try {
+    if (command.empty()) throw std::runtime_error("no program to run");
+    if (node_rank >= nnodes) throw std::runtime_error(fmt::format("--node-rank {} is not in [0, --nnodes {})", node_rank, nnodes));
+    if (master_port == 0 && nnodes > 1)
+      throw std::runtime_error("--master-port is required with --nnodes > 1 (every node must name the same port)");
+    if (master_port == 0) master_port = free_port();
+
+    // Every rank of a job, on every node, must carry the same job id: take it from the
+    // environment, else derive it from the rendezvous address (multi-node) or draw one.
+    std::string job_id;
+    if (const char* env = std::getenv("RINGGRAD_JOB_ID"); env != nullptr && *env != '\0') job_id = env;
+    else if (nnodes > 1) job_id = fmt::format("ringgrad-{}:{}", master_addr, master_port);
+    else job_id = fmt::format("ringgrad-{:016x}", std::random_device{}() * 0x100000001ull ^ static_cast<uint64_t>(::getpid()));
+
+    const int world_size = nnodes * nproc_per_node;
+    std::vector<ringgrad::launcher::RankSpec> ranks;
+    for (int local = 0; local < nproc_per_node; ++local) {
+      const int rank = node_rank * nproc_per_node + local;
+      ranks.push_back({rank,
+                       {fmt::format("RANK={}", rank), fmt::format("LOCAL_RANK={}", local), fmt::format("WORLD_SIZE={}", world_size),
+                        fmt::format("LOCAL_WORLD_SIZE={}", nproc_per_node), fmt::format("GROUP_RANK={}", node_rank),
+                        fmt::format("MASTER_ADDR={}", master_addr), fmt::format("MASTER_PORT={}", master_port),
+                        fmt::format("RINGGRAD_JOB_ID={}", job_id)}});
+    }
+    auto grace = std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000));
+    return ringgrad::launcher::supervise(command, ranks, grace);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "ringgrad-run: {}\n", e.what());
+    return 2;
+  }
+}

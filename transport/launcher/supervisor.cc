@@ -1,0 +1,211 @@
+// Supervisor: one poll() loop over the children's output pipes and a signalfd (SIGCHLD for
+// exits, SIGINT/SIGTERM/SIGHUP for the user), so there is no thread and no signal-handler race.
+
+#include "transport/launcher/supervisor.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <string_view>
+#include <system_error>
+#include <utility>
+
+#include <fmt/format.h>
+
+extern char** environ;
+
+namespace ringgrad::launcher {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+[[noreturn]] void throw_errno(const std::string& what) { throw std::system_error(errno, std::generic_category(), what); }
+
+// One output stream of one rank: bytes are passed on line by line with the rank's prefix.
+struct Stream {
+  int fd = -1;      // read end of the pipe; -1 once closed
+  int out = 1;      // where its lines go: 1 (stdout) or 2 (stderr)
+  std::string partial;
+};
+
+struct Child {
+  RankSpec spec;
+  pid_t pid = -1;
+  bool exited = false;
+  int status = 0;
+  Stream streams[2];
+};
+
+void write_all(int fd, std::string_view text) {
+  while (!text.empty()) {
+    ssize_t n = ::write(fd, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    text.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// Reads what is there (the pipe is non-blocking) and writes each complete line with the
+// prefix. Returns whether it read anything; closes the stream at EOF.
+bool pump(Stream& s, int rank) {
+  char buffer[65536];
+  ssize_t n = ::read(s.fd, buffer, sizeof buffer);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return false;
+  if (n > 0) s.partial.append(buffer, static_cast<size_t>(n));
+  std::string lines;
+  size_t start = 0;
+  for (size_t nl; (nl = s.partial.find('\n', start)) != std::string::npos; start = nl + 1)
+    lines += fmt::format("[rank {}] {}\n", rank, std::string_view(s.partial).substr(start, nl - start));
+  s.partial.erase(0, start);
+  if (n <= 0 && !s.partial.empty()) lines += fmt::format("[rank {}] {}\n", rank, std::exchange(s.partial, {}));
+  write_all(s.out, lines);
+  if (n > 0) return true;
+  ::close(s.fd);
+  s.fd = -1;
+  return false;
+}
+
+// Reads what is left without waiting; a last line without a newline is passed on too.
+void drain(Stream& s, int rank) {
+  while (s.fd >= 0 && pump(s, rank)) {
+  }
+  if (s.fd < 0) return;  // EOF: pump flushed and closed it
+  if (!s.partial.empty()) write_all(s.out, fmt::format("[rank {}] {}\n", rank, std::exchange(s.partial, {})));
+  ::close(s.fd);
+  s.fd = -1;
+}
+
+pid_t spawn(const std::vector<std::string>& command, const RankSpec& spec, int out_fd, int err_fd, const sigset_t& old_mask) {
+  std::vector<std::string> env_strings;
+  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  env_strings.insert(env_strings.end(), spec.env.begin(), spec.env.end());
+  std::vector<char*> argv, envp;
+  for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
+  for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
+  argv.push_back(nullptr);
+  envp.push_back(nullptr);
+  pid_t pid = ::fork();
+  if (pid < 0) throw_errno("fork");
+  if (pid == 0) {
+    ::setpgid(0, 0);  // its own process group: stopping a rank stops what it started too
+    ::dup2(out_fd, 1);
+    ::dup2(err_fd, 2);
+    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+    ::execvpe(argv[0], argv.data(), envp.data());
+    std::string message = fmt::format("ringgrad-run: cannot run '{}': {}\n", command[0], std::strerror(errno));
+    write_all(2, message);
+    _exit(127);
+  }
+  ::setpgid(pid, pid);  // also here, so that no kill(-pid) can come before the child's own call
+  return pid;
+}
+
+std::string describe_status(int status) {
+  if (WIFSIGNALED(status)) {
+    const char* name = ::sigabbrev_np(WTERMSIG(status));
+    return fmt::format("was killed by signal {} (SIG{})", WTERMSIG(status), name != nullptr ? name : "?");
+  }
+  return fmt::format("exited with code {}", WEXITSTATUS(status));
+}
+
+bool failed(int status) { return !(WIFEXITED(status) && WEXITSTATUS(status) == 0); }
+
+}  // namespace
+
+int supervise(const std::vector<std::string>& command, const std::vector<RankSpec>& ranks, std::chrono::milliseconds grace) {
+  // Signals become readable events on a signalfd; the children get the old mask back.
+  sigset_t mask, old_mask;
+  sigemptyset(&mask);
+  for (int s : {SIGCHLD, SIGINT, SIGTERM, SIGHUP}) sigaddset(&mask, s);
+  ::sigprocmask(SIG_BLOCK, &mask, &old_mask);
+  int signals = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (signals < 0) throw_errno("signalfd");
+
+  std::vector<Child> children(ranks.size());
+  for (size_t i = 0; i < ranks.size(); ++i) {
+    Child& c = children[i];
+    c.spec = ranks[i];
+    int pipes[2][2];
+    for (auto& p : pipes)
+      if (::pipe2(p, O_CLOEXEC) != 0) throw_errno("pipe");
+    c.pid = spawn(command, c.spec, pipes[0][1], pipes[1][1], old_mask);
+    for (int s = 0; s < 2; ++s) {
+      ::close(pipes[s][1]);
+      ::fcntl(pipes[s][0], F_SETFL, O_NONBLOCK);
+      c.streams[s] = {pipes[s][0], s + 1, {}};
+    }
+  }
+
+  int exit_code = 0;
+  bool stopping = false, killed = false;
+  Clock::time_point kill_at{};
+  auto stop_all = [&](int signal) {
+    for (Child& c : children)
+      if (!c.exited) ::kill(-c.pid, signal);
+  };
+  auto begin_stop = [&](const std::string& why, int code) {
+    if (stopping) return;
+    stopping = true;
+    exit_code = code;
+    write_all(2, fmt::format("ringgrad-run: {}; stopping the other ranks (SIGTERM, SIGKILL after {} s)\n", why,
+                             std::chrono::duration<double>(grace).count()));
+    stop_all(SIGTERM);
+    kill_at = Clock::now() + grace;
+  };
+
+  for (;;) {
+    std::vector<pollfd> fds{{signals, POLLIN, 0}};
+    std::vector<std::pair<Child*, int>> owners{{nullptr, 0}};
+    bool running = false;
+    for (Child& c : children) {
+      running |= !c.exited;
+      for (int s = 0; s < 2; ++s)
+        if (c.streams[s].fd >= 0) {
+          fds.push_back({c.streams[s].fd, POLLIN, 0});
+          owners.emplace_back(&c, s);
+        }
+    }
+    // Once every rank has exited, what is left in the pipes is read, but not waited for: a
+    // process a rank left behind may hold a pipe open.
+    if (!running) break;
+    int timeout_ms = -1;
+    if (stopping && running && !killed)
+      timeout_ms = static_cast<int>(std::max<int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(kill_at - Clock::now()).count()));
+    ::poll(fds.data(), fds.size(), timeout_ms);
+    if (stopping && running && !killed && Clock::now() >= kill_at) {
+      stop_all(SIGKILL);
+      killed = true;
+    }
+    for (size_t i = 1; i < fds.size(); ++i)
+      if (fds[i].revents != 0) pump(owners[i].first->streams[owners[i].second], owners[i].first->spec.rank);
+    signalfd_siginfo info;
+    while (::read(signals, &info, sizeof info) == sizeof info) {
+      if (info.ssi_signo != SIGCHLD) {
+        begin_stop(fmt::format("received signal {} (SIG{})", info.ssi_signo, ::sigabbrev_np(static_cast<int>(info.ssi_signo))),
+                   128 + static_cast<int>(info.ssi_signo));
+        continue;
+      }
+      for (Child& c : children) {
+        if (c.exited || ::waitpid(c.pid, &c.status, WNOHANG) != c.pid) continue;
+        c.exited = true;
+        if (!failed(c.status)) continue;
+        std::string what = fmt::format("rank {} (pid {}) {}", c.spec.rank, c.pid, describe_status(c.status));
+        if (stopping) write_all(2, fmt::format("ringgrad-run: {}\n", what));
+        else begin_stop(what, WIFSIGNALED(c.status) ? 128 + WTERMSIG(c.status) : WEXITSTATUS(c.status));
+      }
+    }
+  }
+  for (Child& c : children)
+    for (Stream& s : c.streams) drain(s, c.spec.rank);
+  ::close(signals);
+  ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  return exit_code;
+}
+
+}  // namespace ringgrad::launcher
