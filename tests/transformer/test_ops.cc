@@ -118,3 +118,13 @@ TEST_CASE("dropout: gradient through a fixed mask, expectation kept, off in eval
   Generator a(5), b(5);
   CHECK(max_abs_diff(dropout(ones, 0.5, true, a), dropout(ones, 0.5, true, b)) == 0);  // seeded
 }
+
+TEST_CASE("gelu: float32 (rational tanh) agrees with float64 (std::tanh)") {
+  std::vector<double> xs;
+  for (int i = -2000; i <= 2000; ++i) xs.push_back(i * 0.005);  // [-10, 10]
+  const Tensor x64 = Tensor::from_vector(xs, {static_cast<std::int64_t>(xs.size())});
+  const Tensor x32 = kernels::to_dtype(x64, DType::Float32);
+  const Tensor g64 = Tensor::ones(x64.shape(), DType::Float64), g32 = Tensor::ones(x32.shape());
+  CHECK(max_abs_diff(kernels::gelu(x32), kernels::gelu(x64)) < 2e-6);
+  CHECK(max_abs_diff(kernels::gelu_backward(g32, x32), kernels::gelu_backward(g64, x64)) < 1e-5);
+}

@@ -1,0 +1,106 @@
+// train_bench: times GPT training steps (forward, backward, clip, AdamW) of a preset and
+// prints ms/iter, tokens/s, peak RSS and where the time goes by op kind. Compare with
+// PyTorch on the same machine: /usr/bin/python3 torch_gpt.py --no_eval --max_iters 200.
+//
+//   train_bench --config baby --iters 100 --threads 1
+#include <sys/resource.h>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <vector>
+
+#include "nn/transformer/train_config.h"
+#include "nn/transformer/train_step.h"
+#include "tensor/op_profile.h"
+#include "tensor/threads.h"
+
+using namespace ringgrad;
+
+namespace {
+
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
+}
+
+// The corpus to draw batches from: the file when it exists, else a seeded random text
+// (the step time depends on the shapes only).
+nn::data::CharDataset corpus(const std::string& path) {
+  if (std::filesystem::is_regular_file(path)) return nn::data::CharDataset::from_file(path);
+  fmt::print("# {} not found: using random text with a 65-character vocabulary\n", path);
+  std::string text(200000, ' ');
+  Generator gen(0);
+  for (char& ch : text) ch = static_cast<char>(' ' + gen.next_below(65));
+  return nn::data::CharDataset(text);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string preset = "baby", data_path = "../shared/data/tinyshakespeare.txt";
+  int iters = 100, warmup = 10, threads = 1;
+  CLI::App app{"Time GPT training steps and break the time down by op kind"};
+  app.add_option("--config", preset, "Preset: baby or tiny");
+  app.add_option("--data", data_path, "Text corpus (random text when missing)");
+  app.add_option("--iters", iters, "Timed steps")->check(CLI::PositiveNumber);
+  app.add_option("--warmup", warmup, "Untimed steps first")->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", threads, "BLAS threads")->check(CLI::PositiveNumber);
+  CLI11_PARSE(app, argc, argv);
+
+  set_num_threads(threads);
+  nn::TrainConfig cfg = nn::train_preset(preset);
+  const nn::data::CharDataset ds = corpus(data_path);
+  cfg.model.vocab_size = ds.vocab_size();
+  manual_seed(cfg.seed);
+  nn::GPT model(cfg.model);
+  nn::AdamW opt(nn::weight_decay_groups(model, cfg.weight_decay), {cfg.lr, cfg.beta1, cfg.beta2, 1e-8});
+  Generator gen(cfg.seed);
+  const nn::CosineSchedule schedule = cfg.schedule();
+
+  std::vector<double> ms;
+  double total_s = 0;
+  for (int it = 0; it < warmup + iters; ++it) {
+    if (it == warmup) {
+      profile::reset();
+      profile::set_enabled(true);
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto batch = ds.get_batch(nn::data::Split::Train, cfg.batch_size, cfg.model.block_size, gen);
+    nn::train_step(model, opt, batch, schedule.at(it), cfg.grad_clip);
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (it >= warmup) {
+      ms.push_back(s * 1e3);
+      total_s += s;
+    }
+  }
+  profile::set_enabled(false);
+
+  std::vector<double> sorted = ms;
+  std::sort(sorted.begin(), sorted.end());
+  const double median = sorted[sorted.size() / 2];
+  const double tokens = static_cast<double>(cfg.batch_size * cfg.model.block_size);
+  fmt::print("config {}: n_layer {} n_head {} n_embd {} block {} batch {} vocab {}, threads {}\n", preset,
+             cfg.model.n_layer, cfg.model.n_head, cfg.model.n_embd, cfg.model.block_size, cfg.batch_size,
+             cfg.model.vocab_size, threads);
+  fmt::print("{} steps: median {:.2f} ms/iter (p10 {:.2f}, p90 {:.2f}), {:.0f} tokens/s, peak RSS {:.1f} MiB\n",
+             iters, median, sorted[sorted.size() / 10], sorted[sorted.size() * 9 / 10], tokens / median * 1e3,
+             peak_rss_mib());
+  fmt::print("{:<12} {:>10} {:>7}\n", "op kind", "ms/iter", "share");
+  double charged = 0;
+  auto row = [&](const char* name, double seconds) {
+    fmt::print("{:<12} {:>10.2f} {:>6.1f}%\n", name, seconds / iters * 1e3, 100 * seconds / total_s);
+  };
+  for (int k = 0; k < profile::kOpKinds; ++k) {
+    const auto kind = static_cast<profile::OpKind>(k);
+    row(profile::op_kind_name(kind), profile::seconds(kind));
+    charged += profile::seconds(kind);
+  }
+  row("other", total_s - charged);
+  row("total", total_s);
+  return 0;
+}

@@ -1,0 +1,19 @@
+#include "nn/transformer/train_config.h"
+
+#include <stdexcept>
+
+namespace ringgrad::nn {
+
+TrainConfig train_preset(const std::string& name) {
+  TrainConfig c;  // the defaults are the baby recipe
+  if (name == "baby") return c;
+  if (name == "tiny") {
+    c.model.n_layer = 2, c.model.n_head = 2, c.model.n_embd = 32, c.model.block_size = 32;
+    c.batch_size = 8, c.max_iters = 200, c.lr_decay_iters = 200, c.warmup_iters = 20;
+    c.eval_interval = 100, c.eval_iters = 5, c.log_interval = 20;
+    return c;
+  }
+  throw std::invalid_argument("unknown config '" + name + "' (known: baby, tiny)");
+}
+
+}  // namespace ringgrad::nn

@@ -1,0 +1,39 @@
+// Everything that defines a GPT training run besides the data: the model's shape and the
+// optimisation recipe, with named presets. train_gpt starts from a preset and lets a flag
+// override any field; train_bench times the same presets.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "nn/lr_schedule.h"
+#include "nn/transformer/config.h"
+
+namespace ringgrad::nn {
+
+struct TrainConfig {
+  GPTConfig model;
+  std::int64_t batch_size = 12;
+  std::int64_t max_iters = 2000;
+  double lr = 1e-3;                  // peak learning rate after warmup
+  double min_lr = 1e-4;              // end of the cosine decay
+  std::int64_t warmup_iters = 100;
+  std::int64_t lr_decay_iters = 2000;
+  double beta1 = 0.9, beta2 = 0.99;  // AdamW
+  double weight_decay = 0.1;         // on 2-D parameters only (weight_decay_groups)
+  double grad_clip = 1.0;            // max global gradient norm; 0 disables clipping
+  std::int64_t eval_interval = 250;
+  std::int64_t eval_iters = 20;      // batches per loss estimate
+  std::int64_t log_interval = 50;
+  std::uint64_t seed = 1337;
+
+  CosineSchedule schedule() const { return {lr, min_lr, warmup_iters, lr_decay_iters}; }
+};
+
+/// "baby": nanoGPT's small CPU recipe for Tiny Shakespeare (4 layers, 4 heads, C 128, T 64,
+/// B 12, 2000 iters, lr 1e-3 -> 1e-4 after 100 warmup iters, no dropout).
+/// "tiny": a seconds-long smoke run (2 layers, C 32, T 32, 200 iters).
+/// Throws std::invalid_argument naming the known presets for any other name.
+TrainConfig train_preset(const std::string& name);
+
+}  // namespace ringgrad::nn
