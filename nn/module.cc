@@ -24,6 +24,11 @@ void Module::register_forward_hook(std::function<Tensor(Module&, const Tensor&)>
   forward_hooks_.push_back(std::move(hook));
 }
 
+void Module::clear_forward_hooks() {
+  forward_pre_hooks_.clear();
+  forward_hooks_.clear();
+}
+
 Tensor Module::register_parameter(std::string name, Tensor t) {
   t.set_requires_grad(true);
   parameters_.emplace_back(std::move(name), t);

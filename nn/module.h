@@ -36,6 +36,8 @@ class Module {
   /// Runs after every call through operator() and may replace the output
   /// (torch's register_forward_hook).
   void register_forward_hook(std::function<Tensor(Module&, const Tensor& output)> hook);
+  /// Removes both kinds of hooks (a wrapper that registered them is going away).
+  void clear_forward_hooks();
 
   /// Parameters of this module and its children, depth-first in registration order.
   NamedTensors named_parameters() const;

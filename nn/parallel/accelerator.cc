@@ -1,0 +1,64 @@
+#include "nn/parallel/accelerator.h"
+
+#include <cstdlib>
+#include <stdexcept>
+
+#include "nn/safetensors.h"
+
+namespace ringgrad::nn::parallel {
+namespace {
+
+// One process when no launcher set the environment: world size 1, nothing to rendezvous with.
+transport::Config config_from_env() {
+  const bool launched = std::getenv("RANK") || std::getenv("OMPI_COMM_WORLD_RANK") || std::getenv("SLURM_PROCID");
+  return launched ? transport::Config::from_env() : transport::Config{};
+}
+
+}  // namespace
+
+Accelerator::Accelerator() : comm_(std::make_unique<collectives::Communicator>(config_from_env())) {}
+
+std::unique_ptr<DataParallel> Accelerator::prepare(const std::string& strategy, std::shared_ptr<Module> model,
+                                                   std::vector<ParamGroup> groups,
+                                                   const OptimizerFactory& make_optimizer, double bucket_cap_mb,
+                                                   std::vector<std::shared_ptr<Module>> fsdp_units) {
+  return make_data_parallel(strategy, std::move(model), *comm_, std::move(groups), make_optimizer, bucket_cap_mb,
+                            std::move(fsdp_units));
+}
+
+data::DistributedSampler Accelerator::sampler(std::int64_t size, bool shuffle, std::uint64_t seed, bool drop_last) const {
+  return data::DistributedSampler(size, world_size(), rank(), shuffle, seed, drop_last);
+}
+
+std::int64_t Accelerator::local_batch(std::int64_t global_batch, std::int64_t accumulation_steps) const {
+  const std::int64_t parts = world_size() * accumulation_steps;
+  if (global_batch <= 0 || accumulation_steps <= 0 || global_batch % parts != 0) {
+    throw std::invalid_argument(fmt::format(
+        "global batch {} does not divide into {} ranks x {} accumulation steps: choose a multiple of {}",
+        global_batch, world_size(), accumulation_steps, parts));
+  }
+  return global_batch / parts;
+}
+
+std::string Accelerator::batch_split(std::int64_t global_batch, std::int64_t accumulation_steps) const {
+  return fmt::format("global batch {} = {} rank{} x {} x {} accumulation step{}", global_batch, world_size(),
+                     world_size() == 1 ? "" : "s", local_batch(global_batch, accumulation_steps), accumulation_steps,
+                     accumulation_steps == 1 ? "" : "s");
+}
+
+void Accelerator::save(DataParallel& dp, const std::string& path, const std::map<std::string, std::string>& metadata) {
+  StateDict state = dp.full_state_dict();
+  std::map<std::string, std::string> meta = metadata;
+  meta.emplace("strategy", dp.name());
+  meta.emplace("world_size", std::to_string(world_size()));
+  if (is_main_process()) save_safetensors(path, state, meta);
+  comm_->barrier();  // nobody reads the file before it is complete
+}
+
+std::map<std::string, std::string> Accelerator::load(DataParallel& dp, const std::string& path) {
+  SafetensorsFile file = load_safetensors(path);
+  dp.load_full_state_dict(file.tensors);
+  return file.metadata;
+}
+
+}  // namespace ringgrad::nn::parallel

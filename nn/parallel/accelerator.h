@@ -1,0 +1,62 @@
+// Accelerator: the one object a training script needs to run on one process or many (in the
+// spirit of Hugging Face Accelerate). It reads the launcher's environment (RANK, WORLD_SIZE,
+// MASTER_ADDR, MASTER_PORT; without them: one process), joins the job, wraps model and
+// optimizer in the chosen data-parallel strategy, splits batches and data, prints on rank 0,
+// and saves or resumes full checkpoints on any world size.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "collectives/communicator.h"
+#include "nn/data/distributed_sampler.h"
+#include "nn/parallel/data_parallel.h"
+
+namespace ringgrad::nn::parallel {
+
+class Accelerator {
+ public:
+  /// Joins the job described by the environment. Throws transport::TransportError when the
+  /// rendezvous fails, std::invalid_argument for a malformed environment.
+  Accelerator();
+
+  int rank() const { return comm_->rank(); }
+  int world_size() const { return comm_->world_size(); }
+  bool is_main_process() const { return rank() == 0; }
+  collectives::Communicator& comm() { return *comm_; }
+
+  /// fmt::print on rank 0 only.
+  template <typename... Args>
+  void print(fmt::format_string<Args...> format, Args&&... args) const {
+    if (is_main_process()) fmt::print(format, std::forward<Args>(args)...);
+  }
+
+  /// Wraps `model` and the optimizer for `strategy` (see make_data_parallel).
+  std::unique_ptr<DataParallel> prepare(const std::string& strategy, std::shared_ptr<Module> model,
+                                        std::vector<ParamGroup> groups, const OptimizerFactory& make_optimizer,
+                                        double bucket_cap_mb = 25, std::vector<std::shared_ptr<Module>> fsdp_units = {});
+
+  /// This rank's share of a data set of `size` samples (PyTorch's DistributedSampler).
+  data::DistributedSampler sampler(std::int64_t size, bool shuffle, std::uint64_t seed, bool drop_last = false) const;
+
+  /// Samples per rank per micro-step: global_batch / (world size x accumulation steps).
+  /// Throws std::invalid_argument naming the three numbers when that does not divide.
+  std::int64_t local_batch(std::int64_t global_batch, std::int64_t accumulation_steps = 1) const;
+  /// "global batch 12 = 2 ranks x 6 x 1 accumulation step".
+  std::string batch_split(std::int64_t global_batch, std::int64_t accumulation_steps = 1) const;
+
+  /// Collective: gathers the full training state to rank 0, which writes it to `path`
+  /// (.safetensors) with `metadata`. Throws std::runtime_error when the file cannot be written.
+  void save(DataParallel& dp, const std::string& path, const std::map<std::string, std::string>& metadata = {});
+  /// Every rank reads `path` and takes its part; returns the metadata. Works whatever world
+  /// size saved it. Throws std::runtime_error for a missing or corrupt file.
+  std::map<std::string, std::string> load(DataParallel& dp, const std::string& path);
+
+ private:
+  std::unique_ptr<collectives::Communicator> comm_;
+};
+
+}  // namespace ringgrad::nn::parallel

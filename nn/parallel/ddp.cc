@@ -1,0 +1,119 @@
+#include "nn/parallel/ddp.h"
+
+#include "nn/parallel/tensor_buffer.h"
+#include "tensor/elementwise.h"
+#include "tensor/view.h"
+
+namespace ringgrad::nn::parallel {
+
+DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> model, collectives::Communicator& comm,
+                                                 std::vector<ParamGroup> groups,
+                                                 const OptimizerFactory& make_optimizer, double bucket_cap_mb,
+                                                 double first_bucket_mb)
+    : DataParallel(std::move(model), comm, std::move(groups), make_optimizer),
+      bucket_of_(params_.size()),
+      position_in_(params_.size()) {
+  // Reverse registration order approximates the order backward produces gradients in.
+  std::vector<std::vector<std::size_t>> members(1);
+  double cap = first_bucket_mb * (1 << 20), filled = 0;
+  for (std::size_t i = params_.size(); i-- > 0;) {
+    const double bytes = static_cast<double>(params_[i].numel() * static_cast<std::int64_t>(dtype_size(params_[i].dtype())));
+    const bool dtype_changes = !members.back().empty() && params_[members.back().back()].dtype() != params_[i].dtype();
+    if (!members.back().empty() && (filled + bytes > cap || dtype_changes)) {
+      members.emplace_back();
+      filled = 0;
+      cap = bucket_cap_mb * (1 << 20);
+    }
+    members.back().push_back(i);
+    filled += bytes;
+  }
+  for (auto& m : members) {
+    if (m.empty()) continue;
+    Bucket b;
+    std::int64_t total = 0;
+    for (std::size_t i : m) total += params_[i].numel();
+    b.flat = Tensor::zeros({total}, params_[m.front()].dtype());
+    std::int64_t offset = 0;
+    for (std::size_t k = 0; k < m.size(); ++k) {
+      const Tensor& p = params_[m[k]];
+      b.views.push_back(kernels::view(kernels::narrow(b.flat, 0, offset, p.numel()), p.shape()));
+      offset += p.numel();
+      bucket_of_[m[k]] = buckets_.size();
+      position_in_[m[k]] = k;
+      params_[m[k]].set_grad(b.views.back());
+    }
+    b.members = m;
+    b.pending = m.size();
+    buckets_.push_back(std::move(b));
+  }
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    params_[i].autograd_meta().post_accumulate_grad_hooks.push_back([this, i](Tensor&) { on_gradient_ready(i); });
+  }
+}
+
+std::vector<std::vector<std::size_t>> DistributedDataParallel::bucket_members() const {
+  std::vector<std::vector<std::size_t>> out;
+  for (const auto& b : buckets_) out.push_back(b.members);
+  return out;
+}
+
+void DistributedDataParallel::backward(const Tensor& loss) {
+  if (sync_enabled_) {
+    wait_all();  // a previous backward's reductions must land before new gradients arrive
+    for (auto& b : buckets_) b.pending = b.members.size();
+    next_launch_ = 0;
+  }
+  DataParallel::backward(loss);
+}
+
+void DistributedDataParallel::on_gradient_ready(std::size_t i) {
+  Bucket& b = buckets_[bucket_of_[i]];
+  const Tensor& view = b.views[position_in_[i]];
+  Tensor& p = params_[i];
+  if (p.grad().storage() != view.storage()) {
+    // Someone reset the gradient (model.zero_grad() sets it to none): move it into the bucket.
+    kernels::copy_(view, p.grad());
+    p.set_grad(view);
+  }
+  if (!sync_enabled_) return;
+  --b.pending;
+  launch_ready_buckets();
+}
+
+void DistributedDataParallel::launch_ready_buckets() {
+  while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
+    Bucket& b = buckets_[next_launch_++];
+    b.work = comm_.all_reduce_async(as_buffer(b.flat), as_buffer(b.flat), collectives::ReduceOp::AVG);
+    stats_.bytes += static_cast<double>(b.flat.numel()) * static_cast<double>(dtype_size(b.flat.dtype()));
+  }
+}
+
+void DistributedDataParallel::synchronize_gradients() {
+  if (!sync_enabled_) return;
+  // Parameters that took no part in this backward never fired their hook: their buckets go
+  // now (with whatever their gradients hold), in order, so no rank waits forever.
+  for (auto& b : buckets_) b.pending = 0;
+  launch_ready_buckets();
+  wait_all();
+  for (auto& b : buckets_) b.pending = b.members.size();
+  next_launch_ = 0;
+}
+
+void DistributedDataParallel::wait_all() {
+  timed_wait([&] {
+    for (auto& b : buckets_) {
+      b.work.wait();
+      b.work = collectives::Work();
+    }
+  });
+}
+
+void DistributedDataParallel::zero_grad() {
+  for (std::size_t i = 0; i < params_.size(); ++i) {
+    const Bucket& b = buckets_[bucket_of_[i]];
+    params_[i].set_grad(b.views[position_in_[i]]);
+  }
+  for (auto& b : buckets_) kernels::fill_(b.flat, 0.0);
+}
+
+}  // namespace ringgrad::nn::parallel

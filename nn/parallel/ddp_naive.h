@@ -1,0 +1,19 @@
+// Naive data parallelism, the baseline: after backward, all-reduce every gradient, one at a
+// time, and divide by the world size. Correct and simple; nothing overlaps, and every small
+// tensor pays a full collective latency.
+#pragma once
+
+#include "nn/parallel/data_parallel.h"
+
+namespace ringgrad::nn::parallel {
+
+class NaiveDataParallel : public DataParallel {
+ public:
+  using DataParallel::DataParallel;
+  std::string name() const override { return "ddp-naive"; }
+
+ protected:
+  void synchronize_gradients() override;
+};
+
+}  // namespace ringgrad::nn::parallel
