@@ -1,0 +1,110 @@
+// A checkpoint saved by 2 ranks resumes on 1 rank and on 2 ranks, under any strategy, and the
+// next step's loss is the one the uninterrupted run computes.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+
+#include "autograd/ops.h"
+#include "collectives/communicator.h"
+#include "nn/linear.h"
+#include "nn/optim.h"
+#include "nn/parallel/accelerator.h"
+#include "nn/parallel/data_parallel.h"
+#include "nn/parallel/tensor_buffer.h"
+#include "nn/safetensors.h"
+#include "tests/support/multiprocess.h"
+#include "tensor/random.h"
+#include "tensor/view.h"
+
+using namespace ringgrad;
+using namespace ringgrad::nn;
+using namespace ringgrad::nn::parallel;
+using ringgrad::test::check;
+using ringgrad::test::describe;
+using ringgrad::test::run_ranks;
+
+namespace {
+
+constexpr std::int64_t kGlobalBatch = 8;
+
+std::shared_ptr<Sequential> make_model(std::uint64_t seed) {
+  manual_seed(seed);  // a different seed per run: the checkpoint, not the seed, must decide
+  return std::make_shared<Sequential>(std::vector<std::shared_ptr<Module>>{
+      std::make_shared<Linear>(5, 7, true, DType::Float64), std::make_shared<ReLU>(),
+      std::make_shared<Linear>(7, 4, true, DType::Float64)});
+}
+
+std::unique_ptr<Optimizer> adamw(std::vector<ParamGroup> groups) {
+  return std::make_unique<AdamW>(std::move(groups), AdamOptions{0.05});
+}
+
+std::pair<Tensor, Tensor> batch(int step) {
+  Generator gen(500 + static_cast<std::uint64_t>(step));
+  Tensor x = Tensor::zeros({kGlobalBatch, 5}, DType::Float64);
+  kernels::normal_(x, 0.0, 1.0, gen);
+  std::vector<std::int64_t> y;
+  for (int i = 0; i < kGlobalBatch; ++i) y.push_back(static_cast<std::int64_t>(gen.next_below(4)));
+  return {x, Tensor::from_vector(y, {kGlobalBatch})};
+}
+
+// One training step on this rank's rows of batch `step`; returns the global mean loss.
+double train_step(DataParallel& dp, int step) {
+  const int world = dp.comm().world_size(), rank = dp.comm().rank();
+  const std::int64_t b = kGlobalBatch / world;
+  auto [x, y] = batch(step);
+  dp.zero_grad();
+  const Tensor loss = cross_entropy(dp.forward(kernels::contiguous(kernels::narrow(x, 0, rank * b, b))),
+                                    kernels::contiguous(kernels::narrow(y, 0, rank * b, b)));
+  dp.backward(loss);
+  dp.step();
+  Tensor global = Tensor::full({1}, loss.item<double>(), DType::Float64);
+  dp.comm().all_reduce(as_buffer(global), as_buffer(global), collectives::ReduceOp::AVG);
+  return global.item<double>();
+}
+
+std::filesystem::path temp(const std::string& name) { return std::filesystem::temp_directory_path() / name; }
+
+}  // namespace
+
+TEST_CASE("a checkpoint saved on 2 ranks resumes on 1 and on 2 ranks with the same next loss") {
+  for (std::string strategy : {"ddp", "zero2", "fsdp"}) {
+    const std::string ckpt = temp("ringgrad_ckpt_" + strategy + ".safetensors").string();
+    const std::string expected_file = temp("ringgrad_ckpt_" + strategy + ".loss").string();
+
+    // 2 ranks: 3 steps, save, then the 4th step's loss is what a resumed run must reproduce.
+    auto first = run_ranks(2, [&](const transport::Config& config) {
+      collectives::Communicator comm(config);
+      auto model = make_model(1);
+      auto dp = make_data_parallel(strategy, model, comm, {{model->parameters()}}, adamw);
+      for (int step = 0; step < 3; ++step) train_step(*dp, step);
+      StateDict state = dp->full_state_dict();
+      if (comm.rank() == 0) save_safetensors(ckpt, state, {{"step", "3"}});
+      comm.barrier();
+      const double next = train_step(*dp, 3);
+      if (comm.rank() == 0) std::ofstream(expected_file) << fmt::format("{:.17g}", next);
+    });
+    INFO(strategy << " save: " << describe(first));
+    for (auto& r : first) REQUIRE(r.ok());
+    double expected = 0;
+    std::ifstream(expected_file) >> expected;
+
+    for (int world : {1, 2}) {
+      auto resumed = run_ranks(world, [&](const transport::Config& config) {
+        collectives::Communicator comm(config);
+        auto model = make_model(2);
+        auto dp = make_data_parallel(strategy, model, comm, {{model->parameters()}}, adamw);
+        dp->load_full_state_dict(load_safetensors(ckpt).tensors);
+        const double next = train_step(*dp, 3);
+        check(std::abs(next - expected) < 1e-12,
+              fmt::format("{} resumed on {} rank(s): next loss {:.17g}, uninterrupted {:.17g}", strategy, world, next, expected));
+      });
+      INFO(strategy << " resume on " << world << ": " << describe(resumed));
+      for (auto& r : resumed) REQUIRE(r.ok());
+    }
+    std::filesystem::remove(ckpt);
+    std::filesystem::remove(expected_file);
+  }
+}
