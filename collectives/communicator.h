@@ -41,7 +41,7 @@ struct CommOptions {
   /// collective that lacks the named algorithm falls back to auto.
   Algo algo = Algo::kAuto;
   /// Transfers travel in pieces of this many bytes (a multiple of 8): RINGGRAD_CHUNK_BYTES.
-  std::size_t chunk_bytes = 512 << 10;
+  std::size_t chunk_bytes = 128 << 10;
   /// Constants for Algo::kAuto; see calibrate().
   CostModel model{};
 

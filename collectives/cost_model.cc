@@ -17,13 +17,14 @@ double CostModel::predict(CollKind kind, Algo algo, std::size_t bytes, int p) co
   const double q = static_cast<double>(std::bit_floor(static_cast<unsigned>(p)));
   const double k = std::max(1.0, std::ceil(n / static_cast<double>(chunk_bytes)));
   const double a = alpha, b = beta, g = gamma;
+  const double segments = std::max(1.0, std::ceil(n / (P * static_cast<double>(chunk_bytes))));  // all_reduce
   switch (kind) {
     case CollKind::kAllReduce:
-      if (algo == Algo::kRing) return 2 * (P - 1) * a + 2 * (P - 1) / P * n * b + (P - 1) / P * n * g;
+      if (algo == Algo::kRing) return segments * 2 * (P - 1) * a + 2 * (P - 1) / P * n * b + (P - 1) / P * n * g;
       if (algo == Algo::kTree) return 2 * L * a + L * n * (2 * b + g);
       if (algo == Algo::kHalvingDoubling)
-        return 2 * std::log2(q) * a + 2 * (q - 1) / q * n * b + (q - 1) / q * n * g +
-               (q < P ? 2 * a + 2 * n * b + n * g : 0.0);
+        return segments * (2 * std::log2(q) + (q < P ? 2 : 0)) * a + 2 * (q - 1) / q * n * b +
+               (q - 1) / q * n * g + (q < P ? 2 * n * b + n * g : 0.0);
       break;
     case CollKind::kBroadcast:
       if (algo == Algo::kRing) return (P - 2 + k) * (a + n / k * b);

