@@ -10,6 +10,7 @@
 #include "transport/connection.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/time.h>
@@ -47,6 +48,11 @@ void Connection::watch() {
 
 void Connection::unwatch() {
   if (--watching_ == 0) watcher_.reset();
+}
+
+bool Connection::open() const {
+  pollfd p{fd_.get(), POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) == 0;  // any event (peer's FIN, hang-up, error) means closed
 }
 
 void Connection::fail(const std::string& cause) {

@@ -34,6 +34,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void unwatch();
   asio::posix::stream_descriptor& watcher() { return *watcher_; }
 
+  /// Whether the connection is still up: not failed here, and not closed by the peer.
+  bool open() const;
   /// Fails both channels with cause and shuts the socket down (thread-safe, idempotent).
   void fail(const std::string& cause);
   /// After the progress thread stopped: completes what is left and releases the socket.

@@ -29,6 +29,7 @@ class Engine {
 
  private:
   static Config validated(Config config);
+  void leave();
 
   Config config_;
   std::unique_ptr<StoreServer> server_;  // rank 0 only
@@ -62,7 +63,31 @@ Engine::Engine(const Config& config) : config_(validated(config)) {
   progress_ = std::thread([this] { io_.run(); });
 }
 
+// Rank 0 serves the store, so it leaves last: the others may still need the store after their
+// last message to rank 0. Each other rank marks its leaving; rank 0 waits for every peer whose
+// connection is still open, at most the timeout (a dead peer's connection is closed).
+void Engine::leave() {
+  const auto left_key = [](int rank) { return fmt::format("ringgrad/left/{}", rank); };
+  try {
+    if (config_.rank != 0) return store_->set(left_key(config_.rank), "");
+    const auto deadline = std::chrono::steady_clock::now() + config_.timeout;
+    for (int peer = 1; peer < config_.world_size; ++peer) {
+      while (std::chrono::steady_clock::now() < deadline && peers_[static_cast<size_t>(peer)]->open()) {
+        try {
+          store_->wait({left_key(peer)}, std::chrono::milliseconds(100));
+          break;
+        } catch (const TransportError&) {
+          // Not yet: look at the connection again, then wait once more.
+        }
+      }
+    }
+  } catch (const TransportError&) {
+    // The store itself is gone (rank 0 died): nobody is left to wait for.
+  }
+}
+
 Engine::~Engine() {
+  leave();
   for (auto& conn : peers_)
     if (conn) conn->fail("the transport was shut down");
   work_.reset();

@@ -80,7 +80,7 @@ TEST_CASE("a receive with the wrong tag is an error") {
   REQUIRE(results[1].ok());
 }
 
-TEST_CASE("a killed peer makes the survivor throw, naming both ranks and the bytes done") {
+TEST_CASE("a killed peer makes the survivor throw naming both ranks and the bytes done") {
   RunOptions options;
   options.timeout = 30s;  // far beyond the test: the failure must come from the closed socket
   auto results = run_ranks(3, [](const Config& config) {

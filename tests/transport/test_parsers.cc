@@ -59,7 +59,7 @@ TEST_CASE("every fuzz corpus case goes through its fuzz target") {
   CHECK(cases >= 30);
 }
 
-TEST_CASE("frame headers: fields at their places, 64-bit lengths, bad magic and flags refused") {
+TEST_CASE("frame headers: fields in place and 64-bit lengths and bad magic or flags refused") {
   auto valid = input("wire", "frame_valid");
   auto h = wire::decode_frame(std::span<const std::byte, 32>(valid.data(), 32));
   CHECK((h.seq == 3 && h.tag == 7 && h.length == 100));
@@ -71,7 +71,7 @@ TEST_CASE("frame headers: fields at their places, 64-bit lengths, bad magic and 
   CHECK_THAT(error_of([&] { wire::decode_frame(std::span<const std::byte, 32>(flags.data(), 32)); }), Catch::Contains("flags 0x1"));
 }
 
-TEST_CASE("hellos: bounded job id, rank below world size, exact length") {
+TEST_CASE("hellos: bounded job id and rank below world size and exact length") {
   auto hello = wire::decode_hello(input("wire", "hello_valid"));
   CHECK((hello.rank == 1 && hello.world_size == 2 && hello.job_id == "job"));
   CHECK(wire::decode_hello(input("wire", "hello_max_job")).job_id.size() == 256);
@@ -90,7 +90,7 @@ TEST_CASE("hellos: bounded job id, rank below world size, exact length") {
   }
 }
 
-TEST_CASE("store messages: every op round-trips, lengths are bounded before allocation") {
+TEST_CASE("store messages: every op round-trips and lengths are bounded before allocation") {
   auto set = proto::decode_request(input("store", "request_set"));
   CHECK((set.op == proto::Op::set && set.key == "key" && set.value == "v" && set.timeout_ms == 100));
   CHECK(proto::decode_i64(proto::decode_request(input("store", "request_add")).value) == -5);

@@ -45,7 +45,7 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 }  // namespace
 
-TEST_CASE("store: get waits for set, add is atomic across processes, wait sees every key") {
+TEST_CASE("store: get waits for set and add is atomic across processes and wait sees every key") {
   constexpr int kRanks = 4, kAdds = 50;
   auto results = run_ranks(kRanks, [](const Config& config) {
     with_store(config, [&](Store& store) {
@@ -70,7 +70,7 @@ TEST_CASE("store: get waits for set, add is atomic across processes, wait sees e
   for (const auto& r : results) REQUIRE(r.ok());
 }
 
-TEST_CASE("store: get and wait on a key nobody sets time out, naming the key") {
+TEST_CASE("store: get and wait on a key nobody sets time out naming the key") {
   StoreServer server(0, "job");
   Store store("127.0.0.1", server.port(), "job", 3, 5s);
   store.set("present", "1");
@@ -96,7 +96,7 @@ TEST_CASE("store: get and wait on a key nobody sets time out, naming the key") {
   CHECK_THROWS_WITH(store.add("text", 1), Catch::Contains("does not hold an integer"));
 }
 
-TEST_CASE("store: another job is refused, a malformed request is dropped, and the store keeps serving") {
+TEST_CASE("store: another job is refused and a malformed request is dropped and the store keeps serving") {
   StoreServer server(0, "job-a");
   Store ours("127.0.0.1", server.port(), "job-a", 0, 5s);
   ours.set("k", "v");
