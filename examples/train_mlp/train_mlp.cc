@@ -1,16 +1,17 @@
-// train_mlp: a multilayer perceptron on Fashion-MNIST, one process. The whole training loop
-// is in main(): forward, loss, backward, optimizer step; evaluation after each epoch.
+// train_mlp: a multilayer perceptron on Fashion-MNIST, on one process or many. The whole
+// training loop is in run(): forward, loss, backward, step; evaluation after each epoch.
 //
 //   train_mlp --data /usr/share/datasets/fashion-mnist --epochs 3 --batch-size 64 --hidden 256
+//   ringgrad-run --nproc-per-node 2 train_mlp --batch-size 128 --strategy ddp
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <fstream>
 #include <memory>
 
-#include "autograd/engine.h"
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "nn/data/fashion_mnist.h"
@@ -18,7 +19,8 @@
 #include "nn/data/loader.h"
 #include "nn/linear.h"
 #include "nn/optim.h"
-#include "nn/safetensors.h"
+#include "nn/parallel/accelerator.h"
+#include "nn/parallel/tensor_buffer.h"
 #include "tensor/elementwise.h"
 #include "tensor/random.h"
 #include "tensor/reduce.h"
@@ -27,6 +29,7 @@
 
 using namespace ringgrad;
 namespace data = ringgrad::nn::data;
+namespace parallel = ringgrad::nn::parallel;
 
 namespace {
 
@@ -34,11 +37,14 @@ struct Options {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
   int epochs = 3;
   std::int64_t batch_size = 64;
+  std::int64_t accumulation = 1;
   std::int64_t hidden = 256;
   std::string optimizer = "sgd";
   double lr = 0.01;
   double momentum = 0.9;
   std::uint64_t seed = 0;
+  std::string strategy = "ddp";
+  double bucket_cap_mb = 25;
   int log_every = 100;
   int threads = 1;
   std::string log_path;
@@ -49,7 +55,14 @@ struct Evaluation {
   double accuracy = 0, loss = 0;
 };
 
-// Accuracy and mean loss over a whole split, in batches of 1000, without recording a graph.
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+// Accuracy and mean loss over the whole test set, in batches of 1000, without a graph. Every
+// rank evaluates it all (sharded strategies need every rank in each forward).
 Evaluation evaluate(nn::Module& model, const data::ImageDataset& ds) {
   NoGradGuard no_grad;
   model.eval();
@@ -66,8 +79,17 @@ Evaluation evaluate(nn::Module& model, const data::ImageDataset& ds) {
   return {e.accuracy / static_cast<double>(n), e.loss / static_cast<double>(n)};
 }
 
+// The mean of a per-rank value over all ranks (for the progress line).
+double mean_over_ranks(parallel::Accelerator& acc, double value) {
+  Tensor t = Tensor::full({1}, value, DType::Float64);
+  acc.comm().all_reduce(parallel::as_buffer(t), parallel::as_buffer(t), collectives::ReduceOp::AVG);
+  return t.item<double>();
+}
+
 int run(const Options& opt) {
   set_num_threads(opt.threads);
+  parallel::Accelerator acc;
+  const std::int64_t local_batch = acc.local_batch(opt.batch_size, opt.accumulation);
   const data::ImageDataset train = data::load_fashion_mnist(opt.data_dir, true);
   const data::ImageDataset test = data::load_fashion_mnist(opt.data_dir, false);
 
@@ -76,59 +98,76 @@ int run(const Options& opt) {
   auto model = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
       std::make_shared<nn::Linear>(features, opt.hidden), std::make_shared<nn::ReLU>(),
       std::make_shared<nn::Linear>(opt.hidden, 10)});
-  std::unique_ptr<nn::Optimizer> optimizer;
-  if (opt.optimizer == "sgd") {
-    optimizer = std::make_unique<nn::SGD>(std::vector<nn::ParamGroup>{{model->parameters()}}, opt.lr, opt.momentum);
-  } else {
-    optimizer = std::make_unique<nn::Adam>(std::vector<nn::ParamGroup>{{model->parameters()}}, nn::AdamOptions{opt.lr});
-  }
+  auto make_optimizer = [&](std::vector<nn::ParamGroup> groups) -> std::unique_ptr<nn::Optimizer> {
+    if (opt.optimizer == "sgd") return std::make_unique<nn::SGD>(std::move(groups), opt.lr, opt.momentum);
+    return std::make_unique<nn::Adam>(std::move(groups), nn::AdamOptions{opt.lr});
+  };
+  auto dp = acc.prepare(opt.strategy, model, {{model->parameters()}}, make_optimizer, opt.bucket_cap_mb);
 
   std::ofstream log;
-  if (!opt.log_path.empty()) log.open(opt.log_path);
+  if (!opt.log_path.empty() && acc.is_main_process()) log.open(opt.log_path);
   std::int64_t n_params = 0;
   for (const Tensor& p : model->parameters()) n_params += p.numel();
-  fmt::print("MLP {}-{}-10, {} parameters, {} lr {}, batch {}, {} training samples\n", features, opt.hidden,
-             n_params, opt.optimizer, opt.lr, opt.batch_size, train.size());
+  acc.print("MLP {}-{}-10, {} parameters, {} lr {}, strategy {}, {}\n", features, opt.hidden, n_params,
+            opt.optimizer, opt.lr, dp->name(), acc.batch_split(opt.batch_size, opt.accumulation));
 
   std::int64_t step = 0;
   for (int epoch = 0; epoch < opt.epochs; ++epoch) {
-    const auto batches = data::make_batches(data::epoch_order(train.size(), true, opt.seed, epoch), opt.batch_size);
+    data::DistributedSampler sampler = acc.sampler(train.size(), true, opt.seed);
+    sampler.set_epoch(epoch);
+    const auto batches = data::make_batches(sampler.indices(), local_batch * opt.accumulation);
     auto window_start = std::chrono::steady_clock::now();
     std::int64_t window_samples = 0;
+    dp->reset_stats();
     for (std::size_t b = 0; b < batches.size(); ++b) {
+      // Micro-batches of this rank's part of the step; all but the last skip communication.
       const Tensor x = data::take_rows(train.images, batches[b]);
       const Tensor y = data::take_rows(train.labels, batches[b]);
-
-      const Tensor loss = cross_entropy((*model)(x), y);
-      optimizer->zero_grad();
-      backward(loss);
-      optimizer->step();
+      const std::int64_t rows = x.size(0);
+      double loss_value = 0;
+      dp->zero_grad();
+      for (std::int64_t m = 0; m < opt.accumulation; ++m) {
+        const std::int64_t begin = rows * m / opt.accumulation, end = rows * (m + 1) / opt.accumulation;
+        const Tensor loss = cross_entropy(dp->forward(kernels::narrow(x, 0, begin, end - begin)),
+                                          kernels::narrow(y, 0, begin, end - begin)) *
+                            (1.0 / static_cast<double>(opt.accumulation));
+        loss_value += loss.item<double>();
+        if (m + 1 < opt.accumulation) {
+          auto no_sync = dp->no_sync();
+          dp->backward(loss);
+        } else {
+          dp->backward(loss);
+        }
+      }
+      dp->step();
 
       ++step;
-      window_samples += x.size(0);
+      window_samples += rows * acc.world_size();
       if (step % opt.log_every == 0 || b + 1 == batches.size()) {
-        const auto now = std::chrono::steady_clock::now();
-        const double seconds = std::chrono::duration<double>(now - window_start).count();
+        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
         const double samples_per_s = static_cast<double>(window_samples) / seconds;
-        const double loss_value = loss.item<double>();
-        fmt::print("epoch {} step {:>5} ({:>4}/{}) loss {:.4f} {:>8.0f} samples/s\n", epoch + 1, step, b + 1,
-                   batches.size(), loss_value, samples_per_s);
+        const double comm_share = dp->stats().wait_seconds / seconds;
+        const double global_loss = mean_over_ranks(acc, loss_value);
+        acc.print("epoch {} step {:>5} ({:>4}/{}) loss {:.4f} {:>8.0f} samples/s comm wait {:>4.1f}% peak {:.0f} MiB\n",
+                  epoch + 1, step, b + 1, batches.size(), global_loss, samples_per_s, 100 * comm_share, peak_rss_mib());
         if (log) {
-          log << nlohmann::json{{"step", step}, {"epoch", epoch + 1}, {"train_loss", loss_value},
-                                {"samples_per_s", samples_per_s}}
+          log << nlohmann::json{{"step", step}, {"epoch", epoch + 1}, {"train_loss", global_loss},
+                                {"samples_per_s", samples_per_s}, {"comm_wait_share", comm_share},
+                                {"peak_rss_mib", peak_rss_mib()}}
               << "\n";
         }
+        dp->reset_stats();
         window_start = std::chrono::steady_clock::now();
         window_samples = 0;
       }
     }
     const Evaluation e = evaluate(*model, test);
-    fmt::print("epoch {} test accuracy {:.4f} test loss {:.4f}\n", epoch + 1, e.accuracy, e.loss);
+    acc.print("epoch {} test accuracy {:.4f} test loss {:.4f}\n", epoch + 1, e.accuracy, e.loss);
     if (log) log << nlohmann::json{{"epoch", epoch + 1}, {"test_accuracy", e.accuracy}, {"test_loss", e.loss}} << "\n";
   }
   if (!opt.out_path.empty()) {
-    nn::save_safetensors(opt.out_path, model->state_dict());
-    fmt::print("saved {}\n", opt.out_path);
+    acc.save(*dp, opt.out_path, {{"model", "mlp"}});
+    acc.print("saved {}\n", opt.out_path);
   }
   return 0;
 }
@@ -137,23 +176,30 @@ int run(const Options& opt) {
 
 int main(int argc, char** argv) {
   Options opt;
-  CLI::App app{"Train a multilayer perceptron on Fashion-MNIST"};
+  CLI::App app{"Train a multilayer perceptron on Fashion-MNIST, on one process or several (under ringgrad-run)"};
   app.add_option("--data", opt.data_dir, "Folder with the Fashion-MNIST .gz files");
   app.add_option("--epochs", opt.epochs, "Passes over the training set")->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", opt.batch_size, "Samples per step")->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", opt.batch_size, "Global batch: samples per step over all ranks")->check(CLI::PositiveNumber);
+  app.add_option("--accumulation", opt.accumulation, "Micro-batches per step (gradient accumulation)")->check(CLI::PositiveNumber);
   app.add_option("--hidden", opt.hidden, "Width of the hidden layer")->check(CLI::PositiveNumber);
   app.add_option("--optimizer", opt.optimizer, "sgd (with momentum) or adam")->check(CLI::IsMember({"sgd", "adam"}));
   app.add_option("--lr", opt.lr, "Learning rate");
   app.add_option("--momentum", opt.momentum, "SGD momentum");
   app.add_option("--seed", opt.seed, "Seed of the initial weights and the shuffling");
+  app.add_option("--strategy", opt.strategy, "Data parallelism: ddp-naive, ddp, zero1, zero2, fsdp")
+      ->check(CLI::IsMember({"ddp-naive", "ddp", "zero1", "zero2", "fsdp"}));
+  app.add_option("--bucket-cap-mb", opt.bucket_cap_mb, "DDP bucket size in MiB");
   app.add_option("--log-every", opt.log_every, "Steps between progress lines")->check(CLI::PositiveNumber);
-  app.add_option("--threads", opt.threads, "BLAS threads")->check(CLI::PositiveNumber);
-  app.add_option("--log", opt.log_path, "Write JSON lines here");
-  app.add_option("--out", opt.out_path, "Save the trained weights (.safetensors) here");
+  app.add_option("--threads", opt.threads, "BLAS threads per process")->check(CLI::PositiveNumber);
+  app.add_option("--log", opt.log_path, "Write JSON lines here (rank 0)");
+  app.add_option("--out", opt.out_path, "Save a full checkpoint (.safetensors) here");
   CLI11_PARSE(app, argc, argv);
   try {
     return run(opt);
   } catch (const data::DataError& e) {
+    fmt::print(stderr, "train_mlp: {}\n", e.what());
+    return 2;
+  } catch (const std::invalid_argument& e) {
     fmt::print(stderr, "train_mlp: {}\n", e.what());
     return 2;
   }

@@ -83,6 +83,7 @@ void DistributedDataParallel::on_gradient_ready(std::size_t i) {
 void DistributedDataParallel::launch_ready_buckets() {
   while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
     Bucket& b = buckets_[next_launch_++];
+    if (comm_.world_size() == 1) continue;  // one rank: its gradient is already the average
     b.work = comm_.all_reduce_async(as_buffer(b.flat), as_buffer(b.flat), collectives::ReduceOp::AVG);
     stats_.bytes += static_cast<double>(b.flat.numel()) * static_cast<double>(dtype_size(b.flat.dtype()));
   }

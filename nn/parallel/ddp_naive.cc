@@ -5,7 +5,7 @@
 namespace ringgrad::nn::parallel {
 
 void NaiveDataParallel::synchronize_gradients() {
-  if (!sync_enabled_) return;
+  if (!sync_enabled_ || comm_.world_size() == 1) return;
   timed_wait([&] {
     for (Tensor& p : params_) {
       // A parameter this rank did not use still takes part, with a zero gradient: every rank
