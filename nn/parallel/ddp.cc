@@ -1,5 +1,7 @@
 #include "nn/parallel/ddp.h"
 
+#include <algorithm>
+
 #include "nn/parallel/tensor_buffer.h"
 #include "tensor/elementwise.h"
 #include "tensor/view.h"
@@ -15,7 +17,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> model, 
       position_in_(params_.size()) {
   // Reverse registration order approximates the order backward produces gradients in.
   std::vector<std::vector<std::size_t>> members(1);
-  double cap = first_bucket_mb * (1 << 20), filled = 0;
+  double cap = std::min(first_bucket_mb, bucket_cap_mb) * (1 << 20), filled = 0;
   for (std::size_t i = params_.size(); i-- > 0;) {
     const double bytes = static_cast<double>(params_[i].numel() * static_cast<std::int64_t>(dtype_size(params_[i].dtype())));
     const bool dtype_changes = !members.back().empty() && params_[members.back().back()].dtype() != params_[i].dtype();
