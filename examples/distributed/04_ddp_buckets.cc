@@ -49,5 +49,6 @@ int main() {
   const double overlapped = train(acc, "ddp", 8.0 / 1024);
   const double naive = train(acc, "ddp-naive", 25);
   acc.print("waiting on communication over 100 steps: ddp {:.1f} ms, ddp-naive {:.1f} ms\n", overlapped * 1e3, naive * 1e3);
-  acc.print("ddp-naive all-reduces each gradient after backward, one by one; ddp has most of it done by then.\n");
+  acc.print("ddp-naive all-reduces each gradient after backward, one by one; ddp starts each bucket during\n"
+            "backward, so only what is still in flight when backward ends is waited for.\n");
 }
