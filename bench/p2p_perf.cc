@@ -3,7 +3,9 @@
 // network, over a plain blocking TCP socket, so the transport's overhead shows in one table.
 //   ringgrad-run --nproc-per-node 2 build/bin/p2p_perf        (or two nodes: --nnodes 2 ...)
 // latency = half the ping-pong round trip (us); bandwidth = window x size bytes sent back to
-// back, then a 4-byte ack, in GB/s (1e9 bytes/s). Each figure is the best of --reps runs.
+// back, then a 4-byte ack, in GB/s (1e9 bytes/s). Each figure is the best of --reps runs, the
+// runs of the plain socket and of the transport taking turns so that load from other programs
+// on the machine hits both alike.
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -88,15 +90,17 @@ class PlainSocket {
 
 // --- Measurements ------------------------------------------------------------------------------
 
-// Runs body `reps` times after one warm-up and returns the shortest time in seconds.
-double best_of(int reps, const std::function<void()>& body) {
-  body();
-  double best = 1e300;
-  for (int r = 0; r < reps; ++r) {
-    auto start = Clock::now();
-    body();
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - start).count());
-  }
+// Runs each body once to warm up, then all of them in turn `reps` times; returns each one's
+// shortest time in seconds.
+std::vector<double> best_of(int reps, const std::vector<std::function<void()>>& bodies) {
+  std::vector<double> best(bodies.size(), 1e300);
+  for (const auto& body : bodies) body();
+  for (int r = 0; r < reps; ++r)
+    for (size_t b = 0; b < bodies.size(); ++b) {
+      auto start = Clock::now();
+      bodies[b]();
+      best[b] = std::min(best[b], std::chrono::duration<double>(Clock::now() - start).count());
+    }
   return best;
 }
 
@@ -115,32 +119,27 @@ Row measure(Transport& t, PlainSocket& plain, size_t size, int reps, int window)
   Row row{};
 
   auto ping_pong = [&](auto&& send, auto&& recv) {
-    return best_of(reps, [&] {
+    return [&, send, recv] {
       for (int i = 0; i < iters; ++i) {
         if (r0) send(), recv();
         else recv(), send();
       }
-    }) / iters / 2 * 1e6;
+    };
   };
-  row.lat_plain = ping_pong([&] { plain.send(buffer.data(), size); }, [&] { plain.recv(buffer.data(), size); });
-  row.lat_ringgrad = ping_pong([&] { t.send(peer, buffer, 1); }, [&] { t.recv(peer, buffer, 1); });
+  auto lat = best_of(reps, {ping_pong([&] { plain.send(buffer.data(), size); }, [&] { plain.recv(buffer.data(), size); }),
+                            ping_pong([&] { t.send(peer, buffer, 1); }, [&] { t.recv(peer, buffer, 1); })});
+  row.lat_plain = lat[0] / iters / 2 * 1e6;
+  row.lat_ringgrad = lat[1] / iters / 2 * 1e6;
 
   // osu_bw: rank 0 sends `window` messages back to back, rank 1 answers with a 4-byte ack.
   auto bandwidth = [&](auto&& send_window, auto&& recv_window, auto&& send_ack, auto&& recv_ack) {
-    double seconds = best_of(reps, [&] {
+    return [&, send_window, recv_window, send_ack, recv_ack] {
       for (int l = 0; l < loops; ++l) {
         if (r0) send_window(), recv_ack();
         else recv_window(), send_ack();
       }
-    });
-    return static_cast<double>(size) * window * loops / seconds / 1e9;
+    };
   };
-  row.bw_plain = bandwidth([&] { for (int w = 0; w < window; ++w) plain.send(buffer.data(), size); },
-                           [&] { for (int w = 0; w < window; ++w) plain.recv(buffer.data(), size); },
-                           [&] { plain.send(ack.data(), 4); }, [&] { plain.recv(ack.data(), 4); });
-  row.bw_send = bandwidth([&] { for (int w = 0; w < window; ++w) t.send(peer, buffer, 2); },
-                          [&] { for (int w = 0; w < window; ++w) t.recv(peer, buffer, 2); },
-                          [&] { t.send(peer, ack, 3); }, [&] { t.recv(peer, ack, 3); });
   // The asynchronous window shares one buffer: sends only read it, receives complete in order.
   auto async_window = [&](bool send) {
     std::vector<Request> requests;
@@ -148,8 +147,18 @@ Row measure(Transport& t, PlainSocket& plain, size_t size, int reps, int window)
     for (int w = 0; w < window; ++w) requests.push_back(send ? t.isend(peer, buffer, 4) : t.irecv(peer, buffer, 4));
     for (auto& r : requests) r.wait();
   };
-  row.bw_isend = bandwidth([&] { async_window(true); }, [&] { async_window(false); }, [&] { t.send(peer, ack, 5); },
-                           [&] { t.recv(peer, ack, 5); });
+  auto bw = best_of(reps, {bandwidth([&] { for (int w = 0; w < window; ++w) plain.send(buffer.data(), size); },
+                           [&] { for (int w = 0; w < window; ++w) plain.recv(buffer.data(), size); },
+                           [&] { plain.send(ack.data(), 4); }, [&] { plain.recv(ack.data(), 4); }),
+                           bandwidth([&] { for (int w = 0; w < window; ++w) t.send(peer, buffer, 2); },
+                          [&] { for (int w = 0; w < window; ++w) t.recv(peer, buffer, 2); },
+                          [&] { t.send(peer, ack, 3); }, [&] { t.recv(peer, ack, 3); }),
+                           bandwidth([&] { async_window(true); }, [&] { async_window(false); }, [&] { t.send(peer, ack, 5); },
+                                     [&] { t.recv(peer, ack, 5); })});
+  const double bytes = static_cast<double>(size) * window * loops;
+  row.bw_plain = bytes / bw[0] / 1e9;
+  row.bw_send = bytes / bw[1] / 1e9;
+  row.bw_isend = bytes / bw[2] / 1e9;
   return row;
 }
 
@@ -157,10 +166,9 @@ Row measure(Transport& t, PlainSocket& plain, size_t size, int reps, int window)
 
 int main(int argc, char** argv) {
   CLI::App app{"p2p_perf: latency and bandwidth of ringgrad's transport beside plain TCP sockets (2 ranks)"};
-  size_t min_size = 8, max_size = size_t{64} << 20;
+  std::vector<size_t> sizes = {8, 64, 512, 4096, 32768, 262144, 1 << 20, 4 << 20, 16 << 20, 64 << 20};
   int reps = 3, window = 16;
-  app.add_option("--min-size", min_size, "smallest message, bytes");
-  app.add_option("--max-size", max_size, "largest message, bytes");
+  app.add_option("--sizes", sizes, "message sizes, bytes");
   app.add_option("--reps", reps, "runs per figure; the best is reported");
   app.add_option("--window", window, "messages in flight per bandwidth round (osu_bw's window)");
   CLI11_PARSE(app, argc, argv);
@@ -175,7 +183,7 @@ int main(int argc, char** argv) {
       fmt::print("{:>10} {:>11} {:>11} {:>6} {:>10} {:>10} {:>6} {:>10} {:>6}\n", "size(B)", "lat_plain", "lat_rg", "ratio",
                  "bw_plain", "bw_rg_send", "ratio", "bw_rg_isend", "ratio");
     }
-    for (size_t size = min_size; size <= max_size; size *= 4) {
+    for (size_t size : sizes) {
       Row r = measure(t, plain, size, reps, window);
       if (t.rank() == 0)
         fmt::print("{:>10} {:>11.2f} {:>11.2f} {:>6.2f} {:>10.3f} {:>10.3f} {:>6.2f} {:>10.3f} {:>6.2f}\n", size, r.lat_plain,
