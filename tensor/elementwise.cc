@@ -2,7 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <type_traits>
@@ -21,7 +20,8 @@ Tensor map_unary(const Tensor& a, const char* name, Op op) {
     T* o = out.data<T>();
     if (a.is_contiguous()) {  // the common case, as one loop the compiler can vectorise
       const T* x = a.data<T>();
-      for (std::int64_t i = 0; i < a.numel(); ++i) o[i] = op(x[i]);
+      const std::int64_t n = a.numel();
+      for (std::int64_t i = 0; i < n; ++i) o[i] = op(x[i]);
       return;
     }
     const T* x = reinterpret_cast<const T*>(a.storage()->data());
@@ -75,7 +75,9 @@ constexpr double kGeluCubic = 0.044715;
 template <typename T>
 T gelu_tanh(T u) {
   if constexpr (std::is_same_v<T, float>) {
-    const float x = std::clamp(u, -7.90531110763549805f, 7.90531110763549805f);
+    constexpr float kClamp = 7.90531110763549805f;  // plain selects, which vectorise
+    float x = u > kClamp ? kClamp : u;
+    x = x < -kClamp ? -kClamp : x;
     const float x2 = x * x;
     float p = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f;
     p = p * x2 + -8.60467152213735e-11f;

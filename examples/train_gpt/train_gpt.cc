@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdio>
 #include <fstream>
 
 #include "nn/data/char_dataset.h"
@@ -129,6 +130,7 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear as they happen, even in a log file
   // A preset fills the defaults first, so that every flag can override one field of it.
   std::string preset = "baby";
   CLI::App pre;
