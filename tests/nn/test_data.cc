@@ -81,7 +81,7 @@ TEST_CASE("a Fashion-MNIST folder of generated files loads, normalised") {
   std::filesystem::remove_all(dir);
 }
 
-TEST_CASE("epoch order is a seeded permutation, new each epoch; batches keep the remainder") {
+TEST_CASE("epoch order is a seeded permutation, new each epoch, and batches keep the remainder") {
   auto e0 = epoch_order(10, true, 5, 0), again = epoch_order(10, true, 5, 0), e1 = epoch_order(10, true, 5, 1);
   REQUIRE(e0 == again);
   REQUIRE(e0 != e1);
