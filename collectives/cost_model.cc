@@ -22,6 +22,8 @@ double CostModel::predict(CollKind kind, Algo algo, std::size_t bytes, int p) co
     case CollKind::kAllReduce:
       if (algo == Algo::kRing) return segments * 2 * (P - 1) * a + 2 * (P - 1) / P * n * b + (P - 1) / P * n * g;
       if (algo == Algo::kTree) return 2 * L * a + L * n * (2 * b + g);
+      if (algo == Algo::kHalvingDoubling && n <= 16 * 1024)  // recursive doubling
+        return (std::log2(q) + (q < P ? 2 : 0)) * a + std::log2(q) * n * (b + g) + (q < P ? 2 * n * b + n * g : 0.0);
       if (algo == Algo::kHalvingDoubling)
         return segments * (2 * std::log2(q) + (q < P ? 2 : 0)) * a + 2 * (q - 1) / q * n * b +
                (q - 1) / q * n * g + (q < P ? 2 * n * b + n * g : 0.0);

@@ -3,10 +3,11 @@
 // largest power of two p' <= p: T = 2 log2(p') alpha + 2(p'-1)/p' n beta + (p'-1)/p' n gamma.
 // The p - p' extra ranks first fold into a neighbour and get the result back at the end:
 // + 2 (alpha + n beta) + n gamma when p is not a power of two. Runs on segments of p chunks
-// (alpha paid per segment).
+// (alpha paid per segment). Up to 16 KiB, recursive doubling: log2(p') (alpha + n beta + n gamma).
 #include <algorithm>
 #include <bit>
 #include <cstring>
+#include <vector>
 
 #include "collectives/algorithms.h"
 #include "collectives/reduce_kernel.h"
@@ -14,6 +15,9 @@
 namespace ringgrad::collectives {
 
 namespace {
+
+// Up to this size the vector is exchanged whole (recursive doubling) instead of halved.
+constexpr std::size_t kShortBytes = 16 << 10;
 
 void halving_doubling_segment(Link& link, const CollArgs& a) {
   const int p = link.world_size(), r = link.rank();
@@ -37,7 +41,17 @@ void halving_doubling_segment(Link& link, const CollArgs& a) {
   // Block i of pow2 blocks: elements [count*i/pow2, count*(i+1)/pow2).
   auto at = [&](int block) { return a.count * static_cast<std::size_t>(block) / static_cast<std::size_t>(pow2); };
 
-  if (vrank >= 0) {
+  if (vrank >= 0 && bytes <= kShortBytes) {
+    // Short vectors: recursive doubling, the whole vector each step (log2(p') alpha), as MPICH.
+    if (a.recv != src && bytes > 0) std::memcpy(a.recv, src, bytes);
+    std::vector<std::byte> mine(bytes);
+    for (int mask = 1; mask < pow2; mask *= 2) {
+      if (bytes > 0) std::memcpy(mine.data(), a.recv, bytes);  // what is sent must not change under it
+      link.send_recv_reduce(real(vrank ^ mask), mine.data(), bytes, real(vrank ^ mask), a.recv, a.recv, a.count,
+                            a.dtype, a.op);
+    }
+    finalize(a.recv, a.count, a.dtype, a.op, p);
+  } else if (vrank >= 0) {
     if (pow2 == 1 && a.recv != src && bytes > 0) std::memcpy(a.recv, src, bytes);
     // Recursive halving: keep the half of [lo, hi) that holds my block, send the other half.
     int lo = 0, hi = pow2;
