@@ -11,6 +11,7 @@ namespace ringgrad::kernels {
 #ifdef RINGGRAD_HAVE_BLAS
 
 bool has_blas() { return true; }
+const char* blas_core_name() { return openblas_get_corename(); }
 
 namespace {
 CBLAS_TRANSPOSE op(bool trans) { return trans ? CblasTrans : CblasNoTrans; }
@@ -33,6 +34,7 @@ void gemm_blas(const GemmArgs<double>& g) {
 #else
 
 bool has_blas() { return false; }
+const char* blas_core_name() { return "none"; }
 
 template <typename T>
 void gemm_blas(const GemmArgs<T>&) {
