@@ -58,7 +58,7 @@ TEST_CASE("combine and finalize agree with a 2-rank serial reference for every d
     }
 }
 
-TEST_CASE("integer SUM wraps instead of overflowing; float16 reduces in float32", "[collectives]") {
+TEST_CASE("integer SUM wraps instead of overflowing and float16 reduces in float32", "[collectives]") {
   int32_t a = std::numeric_limits<int32_t>::max(), b = 1, c = 0;
   collectives::combine(&c, &a, &b, 1, DType::kInt32, ReduceOp::SUM);
   CHECK(c == std::numeric_limits<int32_t>::min());
