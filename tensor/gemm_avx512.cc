@@ -36,7 +36,10 @@ void pack_b(const GemmArgs<float>& g, std::int64_t pc, std::int64_t kc, std::int
         for (std::int64_t p = 0; p < kc; ++p) panel[p * NR + j] = src[p];
       }
     } else {
-      for (std::int64_t p = 0; p < kc; ++p) std::copy_n(g.b + (pc + p) * g.ldb + jc + jp, cols, panel + p * NR);
+      for (std::int64_t p = 0; p < kc; ++p) {
+        const float* src = g.b + (pc + p) * g.ldb + jc + jp;
+        for (std::int64_t j = 0; j < cols; ++j) panel[p * NR + j] = src[j];  // a loop, not a memmove call per row
+      }
     }
   }
 }
@@ -48,7 +51,10 @@ void pack_a(const GemmArgs<float>& g, std::int64_t ic, std::int64_t mc, std::int
     const std::int64_t rows = std::min(MR, mc - ip);
     if (rows < MR) std::fill(panel, panel + kc * MR, 0.0f);
     if (g.trans_a) {  // A stored [K, M]: a column of op(A) is a row in memory
-      for (std::int64_t p = 0; p < kc; ++p) std::copy_n(g.a + (pc + p) * g.lda + ic + ip, rows, panel + p * MR);
+      for (std::int64_t p = 0; p < kc; ++p) {
+        const float* src = g.a + (pc + p) * g.lda + ic + ip;
+        for (std::int64_t i = 0; i < rows; ++i) panel[p * MR + i] = src[i];
+      }
     } else {
       for (std::int64_t i = 0; i < rows; ++i) {
         const float* src = g.a + (ic + ip + i) * g.lda + pc;
