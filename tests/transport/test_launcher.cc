@@ -90,3 +90,20 @@ TEST_CASE("ranks started by ringgrad-run join one job and exchange messages") {
   REQUIRE(o.exit_code == 0);
   for (int r = 0; r < 4; ++r) CHECK(contains(o.out, fmt::format("[rank {}] got {} from rank {}\n", r, (r + 3) % 4 * 1000, (r + 3) % 4)));
 }
+
+TEST_CASE("ringgrad-run's variables replace those it inherited") {
+  // A RANK or MASTER_PORT left in the shell (or a launcher started inside another job) must not
+  // reach the ranks: with two RANK entries in a rank's environment, getenv returns the first.
+  const std::string stale = "RANK=5 LOCAL_RANK=5 WORLD_SIZE=8 MASTER_ADDR=10.9.8.7 MASTER_PORT=1 ";
+  Outcome o = sh(stale + run + " --nproc-per-node 2 env");
+  INFO(o.out << o.err);
+  REQUIRE(o.exit_code == 0);
+  for (const char* old : {"RANK=5", "WORLD_SIZE=8", "MASTER_ADDR=10.9.8.7", "MASTER_PORT=1\n"})
+    CHECK_FALSE(contains(o.out, old));
+  CHECK(contains(o.out, "[rank 1] RANK=1\n"));
+  CHECK(contains(o.out, "[rank 1] WORLD_SIZE=2\n"));
+  o = sh(stale + "RINGGRAD_TIMEOUT=10 " + run + " --nproc-per-node 2 " + std::string(LAUNCHER_CHILD));
+  INFO(o.out << o.err);
+  CHECK(o.exit_code == 0);
+  CHECK(contains(o.out, "[rank 0] got 1000 from rank 1\n"));
+}

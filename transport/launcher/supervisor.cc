@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string_view>
@@ -82,8 +83,16 @@ void drain(Stream& s, int rank) {
 }
 
 pid_t spawn(const std::vector<std::string>& command, const RankSpec& spec, int out_fd, int err_fd, const sigset_t& old_mask) {
+  // The rank's variables replace any of the same name the launcher inherited (a RANK or
+  // MASTER_PORT left in the shell, or ringgrad-run started from inside another job): with both
+  // in the environment, getenv would return the inherited one, the first.
+  const auto name_of = [](std::string_view entry) { return entry.substr(0, entry.find('=')); };
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) env_strings.emplace_back(*e);
+  for (char** e = environ; *e != nullptr; ++e) {
+    const bool replaced = std::any_of(spec.env.begin(), spec.env.end(),
+                                      [&](const std::string& own) { return name_of(own) == name_of(*e); });
+    if (!replaced) env_strings.emplace_back(*e);
+  }
   env_strings.insert(env_strings.end(), spec.env.begin(), spec.env.end());
   std::vector<char*> argv, envp;
   for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
