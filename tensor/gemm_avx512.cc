@@ -1,10 +1,11 @@
 // A packed AVX-512 SGEMM in the GotoBLAS/BLIS layout (Goto & van de Geijn 2008). B is packed
-// into KC x 32 column panels (one stays in L1), A into 12-row panels of an MC x KC block (in
-// L2), and a 12 x 32 micro-kernel holds its tile of C in 24 zmm registers: per step of k, two
-// vector loads of B and 12 broadcasts of A feed 24 fused multiply-adds (768 flops).
+// into KC x 32 column panels (one stays in L1), A into 8-row panels of an MC x KC block (in
+// L2), and an 8 x 32 micro-kernel holds its tile of C in 16 zmm registers: per step of k, two
+// vector loads of B and 8 broadcasts of A feed 16 fused multiply-adds (512 flops), enough
+// independent chains to keep both FMA units busy. 8 rows divide T = 64 and B T = 768.
 //
 // Why ringgrad carries one: OpenBLAS 0.3.21 (Debian 12) does not recognise Sapphire Rapids
-// and later Xeons and falls back to its SSE3 "Prescott" kernels, a third of the speed the
+// and later Xeons and falls back to its SSE3 "Prescott" kernels, a quarter of the speed the
 // CPU has. gemm() picks this kernel only in that case (see prefer_gemm_avx512).
 #include <immintrin.h>
 
@@ -19,7 +20,7 @@
 namespace ringgrad::kernels {
 namespace {
 
-constexpr std::int64_t MR = 12, NR = 32;   // micro-tile of C
+constexpr std::int64_t MR = 8, NR = 32;    // micro-tile of C
 constexpr std::int64_t KC = 256, MC = 96;  // depth of a packed block, rows of a packed A block
 constexpr std::int64_t NC = 2048;          // columns of a packed B block
 
@@ -68,11 +69,11 @@ void pack_a(const GemmArgs<float>& g, std::int64_t ic, std::int64_t mc, std::int
 __attribute__((target("avx512f,fma"))) void micro_kernel(std::int64_t kc, const float* a, const float* b, float* c,
                                                          std::int64_t ldc, float alpha, float beta) {
   __m512 acc[MR][2];
-#pragma GCC unroll 12
+#pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   for (std::int64_t p = 0; p < kc; ++p) {
     const __m512 b0 = _mm512_loadu_ps(b + p * NR), b1 = _mm512_loadu_ps(b + p * NR + 16);
-#pragma GCC unroll 12
+#pragma GCC unroll 8
     for (int i = 0; i < MR; ++i) {
       const __m512 ai = _mm512_set1_ps(a[p * MR + i]);
       acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
@@ -80,7 +81,7 @@ __attribute__((target("avx512f,fma"))) void micro_kernel(std::int64_t kc, const 
     }
   }
   const __m512 va = _mm512_set1_ps(alpha), vb = _mm512_set1_ps(beta);
-#pragma GCC unroll 12
+#pragma GCC unroll 8
   for (int i = 0; i < MR; ++i) {
     for (int h = 0; h < 2; ++h) {
       float* dst = c + i * ldc + h * 16;

@@ -80,6 +80,10 @@ TEST_CASE("causal_self_attention: forward equals the masked-softmax composition"
   Tensor qkv = random_input({3, 5, 3 * 8}, 20);
   NoGradGuard no_grad;
   CHECK(max_abs_diff(causal_self_attention(qkv, 4), attention_reference(qkv, 4)) < 1e-12);
+  // float32 (its own exp and GEMM) against float64, on scores large enough to exercise exp
+  const Tensor big = kernels::mul(qkv, Tensor::scalar(8.0, DType::Float64));
+  const Tensor y32 = causal_self_attention(kernels::to_dtype(big, DType::Float32), 4);
+  CHECK(max_abs_diff(kernels::to_dtype(y32, DType::Float64), causal_self_attention(big, 4)) < 1e-5);
   CHECK_THROWS_AS(causal_self_attention(qkv, 3), std::invalid_argument);  // 8 channels, 3 heads
 }
 
