@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -106,4 +107,18 @@ TEST_CASE("ringgrad-run's variables replace those it inherited") {
   INFO(o.out << o.err);
   CHECK(o.exit_code == 0);
   CHECK(contains(o.out, "[rank 0] got 1000 from rank 1\n"));
+}
+
+TEST_CASE("ranks do not outlive a ringgrad-run killed with SIGKILL") {
+  // SIGKILL cannot be caught: the kernel stops the ranks (PR_SET_PDEATHSIG). Each rank writes
+  // its pid; afterwards each is gone or a zombie waiting for its new parent to reap it.
+  const std::string dir = fmt::format("/tmp/ringgrad-launcher-test-{}-pids", ::getpid());
+  Outcome o = sh(fmt::format("( mkdir -p {0}; {1} --nproc-per-node 2 sh -c 'echo $$ > {0}/$RANK; exec sleep 60' & pid=$!; "
+                             "sleep 1; kill -KILL $pid; wait $pid; sleep 0.5; "
+                             "for f in {0}/*; do echo \"state $(ps -o stat= -p $(cat $f))\"; done; rm -r {0} )",
+                             dir, run));
+  INFO(o.out << o.err);
+  CHECK(std::count(o.out.begin(), o.out.end(), '\n') == 2);
+  CHECK_FALSE(contains(o.out, "state S"));
+  CHECK_FALSE(contains(o.out, "state R"));
 }

@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -99,10 +100,15 @@ pid_t spawn(const std::vector<std::string>& command, const RankSpec& spec, int o
   for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
   argv.push_back(nullptr);
   envp.push_back(nullptr);
+  const pid_t launcher = ::getpid();
   pid_t pid = ::fork();
   if (pid < 0) throw_errno("fork");
   if (pid == 0) {
     ::setpgid(0, 0);  // its own process group: stopping a rank stops what it started too
+    // A launcher killed outright (SIGKILL, OOM) cannot stop its ranks: the kernel does, rather
+    // than leave them running under init. The check closes the window before prctl.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (::getppid() != launcher) _exit(128 + SIGKILL);
     ::dup2(out_fd, 1);
     ::dup2(err_fd, 2);
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
