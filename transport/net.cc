@@ -78,7 +78,12 @@ bool wait_ready(int fd, short events, Clock::time_point deadline) {
 }
 
 Fd connect(const std::string& host, uint16_t port, Clock::time_point deadline, const std::string& what) {
-  AddrInfo addrs = resolve(host, port, SOCK_STREAM);
+  AddrInfo addrs;
+  try {
+    addrs = resolve(host, port, SOCK_STREAM);
+  } catch (const TransportError& e) {
+    throw TransportError(fmt::format("{}: {}", what, e.what()));
+  }
   std::string last_error = "no address";
   for (addrinfo* a = addrs.get(); a != nullptr; a = a->ai_next) {
     int fd = ::socket(a->ai_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);

@@ -25,6 +25,7 @@ struct Accepted {
   std::condition_variable changed;
   std::vector<net::Fd> fds;  // by rank
   int missing = 0;
+  std::vector<std::string> refused;  // why connections were refused, for the timeout's message
 };
 
 // One incoming connection: read and check the hello, reply, hand the socket over if accepted.
@@ -70,11 +71,12 @@ class Handshake : public std::enable_shared_from_this<Handshake> {
       return refuse(fmt::format("world size {} is not this job's {}", h.world_size, config_.world_size));
     if (h.rank <= config_.rank)
       return refuse(fmt::format("rank {} must not connect to rank {} (each rank connects to lower ranks only)", h.rank, config_.rank));
+    bool duplicate = false;
     {
       std::lock_guard lock(accepted_.mutex);
-      if (accepted_.fds[static_cast<size_t>(h.rank)].get() >= 0)
-        return refuse(fmt::format("rank {} is already connected (two processes with the same rank?)", h.rank));
+      duplicate = accepted_.fds[static_cast<size_t>(h.rank)].get() >= 0;
     }
+    if (duplicate) return refuse(fmt::format("rank {} is already connected (two processes with the same rank?)", h.rank));
     reply_ = wire::encode_reply({true, config_.rank, {}});
     asio::async_write(socket_, asio::buffer(reply_), [self = shared_from_this()](asio::error_code ec, size_t) {
       self->timer_.cancel();
@@ -90,6 +92,10 @@ class Handshake : public std::enable_shared_from_this<Handshake> {
 
   void refuse(const std::string& reason) {
     fmt::print(stderr, "ringgrad transport: rank {}: refused a connection from {}: {}\n", config_.rank, from_, reason);
+    {
+      std::lock_guard lock(accepted_.mutex);
+      if (accepted_.refused.size() < 4) accepted_.refused.push_back(fmt::format("from {}: {}", from_, reason));
+    }
     timer_.cancel();
     reply_ = wire::encode_reply({false, config_.rank, reason});
     asio::async_write(socket_, asio::buffer(reply_), [self = shared_from_this()](asio::error_code, size_t) {
@@ -123,7 +129,15 @@ void accept_loop(tcp::acceptor& acceptor, const Config& config, Accepted& accept
 // Connects to the lower rank `peer` at the address it published and exchanges hello/reply.
 net::Fd connect_to(const Config& config, Store& store, int peer, net::Clock::time_point deadline) {
   const std::string where = fmt::format("ringgrad transport: rank {}: connecting to rank {}", config.rank, peer);
-  const std::string address = store.get(address_key(peer));
+  std::string address;
+  try {
+    address = store.get(address_key(peer), std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - net::Clock::now()),
+                                                    std::chrono::milliseconds(0)));
+  } catch (const TransportError& e) {
+    throw TransportError(fmt::format("{}: rank {} did not join within {} s (has it started, with this job's WORLD_SIZE, "
+                                     "MASTER_ADDR, MASTER_PORT and RINGGRAD_JOB_ID?): {}",
+                                     where, peer, std::chrono::duration<double>(config.timeout).count(), e.what()));
+  }
   const size_t colon = address.rfind(':');
   const std::string host = address.substr(0, colon);
   const auto port = static_cast<uint16_t>(std::stoi(address.substr(colon + 1)));
@@ -164,7 +178,14 @@ std::vector<net::Fd> connect_mesh(const Config& config, Store& store) {
 
   asio::io_context io;
   tcp::acceptor acceptor(io);
-  const std::string host = listen_address(config);
+  std::string host;
+  try {
+    host = listen_address(config);
+  } catch (const TransportError& e) {
+    throw TransportError(fmt::format("ringgrad transport: rank {}: cannot find the address to listen on towards "
+                                     "MASTER_ADDR '{}': {}",
+                                     config.rank, config.master_addr, e.what()));
+  }
   try {
     acceptor.open(tcp::endpoint(asio::ip::make_address(host), 0).protocol());
     acceptor.bind(tcp::endpoint(asio::ip::make_address(host), 0));
@@ -191,12 +212,18 @@ std::vector<net::Fd> connect_mesh(const Config& config, Store& store) {
 
   std::unique_lock lock(accepted.mutex);
   if (!accepted.changed.wait_until(lock, deadline, [&] { return accepted.missing == 0; })) {
+    // The first few missing ranks, not all of them: a job of a million ranks makes a long line.
+    constexpr int kListed = 16;
     std::string missing;
+    int count = 0;
     for (int peer = config.rank + 1; peer < config.world_size; ++peer)
-      if (accepted.fds[static_cast<size_t>(peer)].get() < 0) missing += fmt::format(" {}", peer);
+      if (accepted.fds[static_cast<size_t>(peer)].get() < 0 && ++count <= kListed) missing += fmt::format(" {}", peer);
+    if (count > kListed) missing += fmt::format(" ... ({} ranks in all)", count);
+    std::string refused;
+    for (const std::string& reason : accepted.refused) refused += fmt::format("; refused a connection {}", reason);
     throw TransportError(fmt::format("ringgrad transport: rank {}: rendezvous timed out after {} s waiting for ranks{} "
-                                     "to connect",
-                                     config.rank, std::chrono::duration<double>(config.timeout).count(), missing));
+                                     "to connect{}",
+                                     config.rank, std::chrono::duration<double>(config.timeout).count(), missing, refused));
   }
   for (int peer = config.rank + 1; peer < config.world_size; ++peer)
     fds[static_cast<size_t>(peer)] = std::move(accepted.fds[static_cast<size_t>(peer)]);

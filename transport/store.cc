@@ -24,16 +24,20 @@ class StoreConnection {
   StoreConnection(std::string where, net::Fd fd) : where_(std::move(where)), fd_(std::move(fd)) {}
 
   struct Answer {
-    proto::Status status;
+    proto::Status status{};
     std::string value;
   };
 
-  Answer request(proto::Op op, std::string_view key, std::string_view value, std::chrono::milliseconds timeout) {
+  // The server answers a get/wait at the latest when its timeout passes; the client gives it
+  // `slack` more before it calls the server silent.
+  Answer request(proto::Op op, std::string_view key, std::string_view value, std::chrono::milliseconds timeout,
+                 std::chrono::milliseconds slack = 10s) {
     const auto timeout_ms = static_cast<uint32_t>(std::clamp<int64_t>(timeout.count(), 0, UINT32_MAX));
     std::vector<std::byte> message = proto::encode_request(op, key, value, timeout_ms);
     std::lock_guard lock(mutex_);
-    const auto deadline = net::Clock::now() + timeout + 10s;
-    const std::string what = fmt::format("{}: request for key '{}'", where_, key);
+    const auto deadline = net::Clock::now() + timeout + slack;
+    const std::string what = op == proto::Op::hello ? fmt::format("{}: hello (job id '{}')", where_, key)
+                                                    : fmt::format("{}: request for key '{}'", where_, key);
     net::write_all(fd_.get(), message, deadline, what);
     std::array<std::byte, proto::kResponseFixedBytes> header_bytes;
     net::read_exact(fd_.get(), header_bytes, deadline, what);
@@ -67,7 +71,17 @@ Store::Store(const std::string& host, uint16_t port, const std::string& job_id, 
       std::this_thread::sleep_for(100ms);
     }
   }
-  auto answer = conn_->request(proto::Op::hello, job_id, std::to_string(rank), timeout);
+  // A store answers the hello at once: no answer within what is left of the timeout (at least a
+  // second) means something else listens on that port.
+  const auto left = std::max(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - net::Clock::now()),
+                             std::chrono::milliseconds(1s));
+  StoreConnection::Answer answer;
+  try {
+    answer = conn_->request(proto::Op::hello, job_id, std::to_string(rank), left, 0ms);
+  } catch (const TransportError& e) {
+    throw TransportError(fmt::format("{} (is the process listening on MASTER_PORT {} the store of rank 0 of this job?)",
+                                     e.what(), port));
+  }
   if (answer.status != proto::Status::ok)
     throw TransportError(fmt::format("{}: refused: {}", where, answer.value));
 }

@@ -52,7 +52,15 @@ Config Engine::validated(Config config) {
 }
 
 Engine::Engine(const Config& config) : config_(validated(config)) {
-  if (config_.rank == 0) server_ = std::make_unique<StoreServer>(config_.master_port, config_.job_id);
+  if (config_.rank == 0) {
+    try {
+      server_ = std::make_unique<StoreServer>(config_.master_port, config_.job_id);
+    } catch (const TransportError& e) {
+      throw TransportError(fmt::format("ringgrad transport: rank 0: cannot serve the rendezvous store: {} (MASTER_PORT is "
+                                       "taken: by another job or program, or by a second process with RANK=0?)",
+                                       e.what()));
+    }
+  }
   const uint16_t store_port = server_ ? server_->port() : config_.master_port;  // a lone rank 0 may use any port
   store_ = std::make_unique<Store>(config_.master_addr, store_port, config_.job_id, config_.rank, config_.timeout);
   std::vector<net::Fd> fds = connect_mesh(config_, *store_);

@@ -4,10 +4,16 @@
 
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <array>
 #include <chrono>
+#include <functional>
+#include <string>
 #include <vector>
 
 #include <fmt/format.h>
@@ -111,6 +117,74 @@ TEST_CASE("a second process with a rank already taken is refused") {
     else t.recv(0, data, 0);
     if (t.rank() == 1) t.store().wait({"test/refused"});  // rank 0's store stays up for the duplicate until rank 1 leaves
   });
+  INFO(describe(results));
+  for (const auto& r : results) REQUIRE(r.ok());
+}
+
+// Runs fn, which must throw TransportError, and checks its message and that it came within
+// `within` (the timeout plus scheduling slack).
+void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts, std::chrono::milliseconds within) {
+  const auto start = net::Clock::now();
+  try {
+    fn();
+  } catch (const TransportError& e) {
+    const auto took = net::Clock::now() - start;
+    for (const std::string& part : parts) check(contains(e.what(), part), fmt::format("'{}' in: {}", part, e.what()));
+    check(took < within, fmt::format("failed after {} ms, not within {} ms: {}",
+                                     std::chrono::duration_cast<std::chrono::milliseconds>(took).count(), within.count(), e.what()));
+    return;
+  }
+  throw std::runtime_error("no error");
+}
+
+TEST_CASE("a rank that never starts or has another world size fails every rank within the timeout, saying so") {
+  ringgrad::test::RunOptions options;
+  options.timeout = 1s;
+  auto results = run_ranks(3, [](const Config& config) {
+    if (config.rank == 1) return;  // never joins
+    if (config.rank == 0)
+      expect_error([&] { Transport t(config); }, {"rank 0: rendezvous timed out after 1 s waiting for ranks 1 to connect"}, 4s);
+    else
+      expect_error([&] { Transport t(config); }, {"rank 2: connecting to rank 1: rank 1 did not join within 1 s"}, 4s);
+  }, options);
+  INFO(describe(results));
+  for (const auto& r : results) REQUIRE(r.ok());
+
+  results = run_ranks(2, [](const Config& config) {
+    Config mine = config;
+    if (config.rank == 1) {
+      mine.world_size = 3;
+      expect_error([&] { Transport t(mine); }, {"rank 1: connecting to rank 0", "refused: world size 3 is not this job's 2"}, 4s);
+    } else {
+      // Rank 0 names the refusal it saw, not only the rank that did not come.
+      expect_error([&] { Transport t(mine); }, {"waiting for ranks 1 to connect; refused a connection from", "world size 3"}, 4s);
+    }
+  }, options);
+  INFO(describe(results));
+  for (const auto& r : results) REQUIRE(r.ok());
+}
+
+TEST_CASE("a MASTER_PORT taken by another program fails rank 0 at once and the others within the timeout") {
+  ringgrad::test::RunOptions options;
+  options.timeout = 1s;
+  auto results = run_ranks(1, [](const Config& config) {
+    // A listener that is not a store: connections complete in its backlog, nobody answers.
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    check(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 && ::listen(fd, 8) == 0 &&
+              ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0,
+          "a listener");
+    Config mine = config;
+    mine.world_size = 2;
+    mine.master_port = ntohs(addr.sin_port);
+    expect_error([&] { Transport t(mine); }, {"rank 0: cannot serve the rendezvous store", "MASTER_PORT is taken"}, 4s);
+    mine.rank = 1;
+    expect_error([&] { Transport t(mine); }, {"rank 1: store at", "hello", "is the process listening on MASTER_PORT"}, 4s);
+    ::close(fd);
+  }, options);
   INFO(describe(results));
   for (const auto& r : results) REQUIRE(r.ok());
 }
