@@ -59,6 +59,13 @@ TEST_CASE("ringgrad-run gives each rank torchrun's environment and prefixes its 
   CHECK(contains(o.out, "[rank 2] 2 0 4 10.9.8.7 1234 ringgrad-10.9.8.7:1234\n"));
   CHECK(contains(o.out, "[rank 3] 3 1 4 10.9.8.7 1234 ringgrad-10.9.8.7:1234\n"));
   CHECK(sh(run + " --nnodes 2 --nproc-per-node 2 true").exit_code == 2);  // no --master-port
+  // A grace that is not a number of seconds in range is refused, not turned into SIGKILL at once.
+  for (const char* grace : {"1e20", "nan", "-1"}) {
+    o = sh(run + " --grace " + grace + " true");
+    INFO(grace << ": " << o.err);
+    CHECK(o.exit_code != 0);
+    CHECK(contains(o.err, "--grace"));
+  }
 }
 
 TEST_CASE("ringgrad-run stops the other ranks when one fails and reports it") {

@@ -44,11 +44,11 @@ int main(int argc, char** argv) {
   std::vector<std::string> command;
   app.add_option("--nproc-per-node,--nproc_per_node", nproc_per_node, "ranks on this node")->check(CLI::Range(1, 4096));
   app.add_option("--nnodes", nnodes, "nodes in the job")->check(CLI::Range(1, 65536));
-  app.add_option("--node-rank,--node_rank", node_rank, "this node's index in [0, nnodes)")->check(CLI::NonNegativeNumber);
+  app.add_option("--node-rank,--node_rank", node_rank, "this node's index in [0, nnodes)")->check(CLI::Range(0, 65535));
   app.add_option("--master-addr,--master_addr", master_addr, "address of node 0, where rank 0 serves the rendezvous store");
   app.add_option("--master-port,--master_port", master_port, "port of the store; 0 = a free one (single node only)")
       ->check(CLI::Range(0, 65535));
-  app.add_option("--grace", grace_s, "seconds between SIGTERM and SIGKILL when stopping the ranks")->check(CLI::NonNegativeNumber);
+  app.add_option("--grace", grace_s, "seconds between SIGTERM and SIGKILL when stopping the ranks (at most a day)");
   app.prefix_command();  // the first positional argument is the program: it and all after it are its own
   app.footer("After the options: the program and its arguments (an optional -- may separate them).");
   CLI11_PARSE(app, argc, argv);
@@ -57,6 +57,9 @@ int main(int argc, char** argv) {
 
   try {
     if (command.empty()) throw std::runtime_error("no program to run");
+    // Checked here, not by CLI11's Range: a NaN passes every comparison, and a huge value
+    // overflowed the milliseconds into a negative grace (SIGKILL at once).
+    if (!(grace_s >= 0 && grace_s <= 86400)) throw std::runtime_error(fmt::format("--grace {} is not in [0, 86400] seconds", grace_s));
     if (node_rank >= nnodes) throw std::runtime_error(fmt::format("--node-rank {} is not in [0, --nnodes {})", node_rank, nnodes));
     if (master_port == 0 && nnodes > 1)
       throw std::runtime_error("--master-port is required with --nnodes > 1 (every node must name the same port)");
