@@ -47,7 +47,10 @@ Config Engine::validated(Config config) {
     throw TransportError(fmt::format("ringgrad transport: rank {}: master_port is 0; a job of {} ranks needs the port of "
                                      "rank 0's store (MASTER_PORT; ringgrad-run picks a free one)",
                                      config.rank, config.world_size));
-  if (config.timeout.count() <= 0) throw TransportError("ringgrad transport: the timeout must be positive");
+  if (config.timeout.count() <= 0)
+    throw TransportError(fmt::format("ringgrad transport: rank {}: the timeout is {} ms; it must be positive (RINGGRAD_TIMEOUT "
+                                     "seconds or Config::timeout)",
+                                     config.rank, config.timeout.count()));
   return config;
 }
 

@@ -155,3 +155,18 @@ TEST_CASE("a peer that is not another rank is an argument error") {
   REQUIRE(results[0].ok());
   REQUIRE(results[1].ok());
 }
+
+TEST_CASE("a timeout that is not positive is a configuration error naming the rank") {
+  auto results = run_ranks(1, [](const Config& config) {
+    Config mine = config;
+    mine.world_size = 2;
+    mine.rank = 1;
+    for (auto timeout : {std::chrono::milliseconds(0), std::chrono::milliseconds(-5)}) {
+      mine.timeout = timeout;
+      std::string error = error_of([&] { Transport t(mine); });
+      check(contains(error, fmt::format("rank 1: the timeout is {} ms; it must be positive", timeout.count())), error);
+    }
+  });
+  INFO(describe(results));
+  REQUIRE(results[0].ok());
+}
