@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -90,6 +91,14 @@ TEST_CASE("Ctrl-C on ringgrad-run stops every rank") {
   INFO(o.out << o.err);
   CHECK(o.exit_code == 128 + 2);
   CHECK(contains(o.err, "received signal 2 (SIGINT); stopping the other ranks"));
+  // Ranks that ignore SIGTERM get the grace period; a second Ctrl-C does not wait it out.
+  const auto start = std::chrono::steady_clock::now();
+  o = sh("( " + run + " --nproc-per-node 2 --grace 30 sh -c 'trap \"\" TERM; exec sleep 60' & pid=$!; "
+         "sleep 1; kill -INT $pid; sleep 0.5; kill -INT $pid; wait $pid )");
+  INFO(o.out << o.err);
+  CHECK(o.exit_code == 128 + 2);
+  CHECK(contains(o.err, "while stopping; killing the ranks now"));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
 }
 
 TEST_CASE("ranks started by ringgrad-run join one job and exchange messages") {

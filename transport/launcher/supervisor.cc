@@ -201,6 +201,14 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
       if (fds[i].revents != 0) pump(owners[i].first->streams[owners[i].second], owners[i].first->spec.rank);
     signalfd_siginfo info;
     while (::read(signals, &info, sizeof info) == sizeof info) {
+      if (info.ssi_signo != SIGCHLD && stopping && !killed) {
+        // A second Ctrl-C (or SIGTERM/SIGHUP) while the ranks are given their grace: stop now.
+        write_all(2, fmt::format("ringgrad-run: received signal {} (SIG{}) while stopping; killing the ranks now (SIGKILL)\n",
+                                 info.ssi_signo, ::sigabbrev_np(static_cast<int>(info.ssi_signo))));
+        stop_all(SIGKILL);
+        killed = true;
+        continue;
+      }
       if (info.ssi_signo != SIGCHLD) {
         begin_stop(fmt::format("received signal {} (SIG{})", info.ssi_signo, ::sigabbrev_np(static_cast<int>(info.ssi_signo))),
                    128 + static_cast<int>(info.ssi_signo));
