@@ -31,7 +31,8 @@ struct TrainConfig {
 };
 
 /// "baby": nanoGPT's small CPU recipe for Tiny Shakespeare (4 layers, 4 heads, C 128, T 64,
-/// B 12, 2000 iters, lr 1e-3 -> 1e-4 after 100 warmup iters, no dropout).
+/// B 12, 2000 iters, lr 1e-3 -> 1e-4 after 100 warmup iters, no dropout), with biases and an
+/// untied lm_head as in the PyTorch twin it is compared with.
 /// "tiny": a seconds-long smoke run (2 layers, C 32, T 32, 200 iters).
 /// Throws std::invalid_argument naming the known presets for any other name.
 TrainConfig train_preset(const std::string& name);
