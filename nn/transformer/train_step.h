@@ -12,8 +12,9 @@
 
 namespace ringgrad::nn {
 
-/// AdamW groups as nanoGPT makes them: `weight_decay` for every parameter of 2 or more dims
-/// (Linear weights and the wte/wpe tables), 0 for biases and LayerNorm parameters.
+/// Parameter groups for AdamW's decoupled weight decay (Loshchilov & Hutter 2019) as nanoGPT
+/// makes them: `weight_decay` for every parameter of 2 or more dims (Linear weights and the
+/// wte/wpe tables), 0 for biases and LayerNorm parameters.
 std::vector<ParamGroup> weight_decay_groups(const Module& model, double weight_decay);
 
 struct StepResult {
