@@ -49,7 +49,8 @@ int main(int argc, char** argv) {
       {128, 128, 128, "square"},   {256, 256, 256, "square"},      {512, 512, 512, "square"},
       {1024, 1024, 1024, "square"}, {768, 128, 384, "transformer"}, {768, 128, 512, "transformer"},
       {768, 512, 128, "transformer"}};
-  fmt::print("# float32 C = A B, row-major; GFLOP/s = 2 M N K / time / 1e9; BLAS threads {}\n", threads);
+  fmt::print("# float32 C = A B, row-major; GFLOP/s = 2 M N K / time / 1e9; BLAS threads {}, OpenBLAS kernels {}\n",
+             threads, kernels::blas_core_name());
   fmt::print("{:>6} {:>6} {:>6}  {:<12} {:>14} {:>14} {:>8}\n", "M", "N", "K", "shape", "reference", "BLAS",
              "speedup");
   Generator gen(0);

@@ -33,29 +33,15 @@ void gemm_reference(const GemmArgs<T>& g);
 template <typename T>
 void gemm_blas(const GemmArgs<T>& g);
 
-/// True when the build linked a CPU BLAS.
+/// True when OpenBLAS was found at build time and loads at run time (tensor/openblas.h).
 bool has_blas();
 /// The kernel family the BLAS picked for this CPU (OpenBLAS's core name, e.g. "SkylakeX",
 /// "Haswell", "Prescott"), or "none" without a BLAS.
 const char* blas_core_name();
 
-/// A packed AVX-512 SGEMM (tensor/gemm_avx512.cc), float32 only; needs has_avx512().
-void gemm_avx512(const GemmArgs<float>& g);
-bool has_avx512();
-/// True when the CPU has AVX-512 but the BLAS runs a kernel without it (OpenBLAS 0.3.21 on
-/// Sapphire Rapids falls back to SSE3). RINGGRAD_GEMM=avx512 or =blas in the environment
-/// forces the choice. Decided once per process.
-bool prefer_gemm_avx512();
-
-/// gemm_avx512 where preferred (float32), else gemm_blas when available, else gemm_reference.
+/// gemm_blas when OpenBLAS is available, else gemm_reference.
 template <typename T>
 void gemm(const GemmArgs<T>& g) {
-  if constexpr (std::is_same_v<T, float>) {
-    if (prefer_gemm_avx512()) {
-      gemm_avx512(g);
-      return;
-    }
-  }
   if (has_blas()) {
     gemm_blas(g);
   } else {

@@ -3,7 +3,7 @@
 #include <stdexcept>
 
 #ifdef RINGGRAD_HAVE_BLAS
-#include <cblas.h>
+#include "tensor/openblas.h"
 #endif
 
 namespace ringgrad {
@@ -11,7 +11,7 @@ namespace ringgrad {
 void set_num_threads(int n) {
   if (n < 1) throw std::invalid_argument("set_num_threads: need at least 1 thread");
 #ifdef RINGGRAD_HAVE_BLAS
-  openblas_set_num_threads(n);
+  if (const auto* blas = kernels::openblas()) blas->set_num_threads(n);
 #endif
 }
 
