@@ -199,7 +199,9 @@ void Communicator::execute(Task& task) {
       error = std::current_exception();
       std::lock_guard lock(mutex_);
       broken_ = e.what();
-      // Abort: closing every connection makes the peers fail now instead of at their timeout.
+      // Abort: closing every connection makes the peers fail now instead of at their timeout
+      // (and lets rank 0's transport leave without waiting for peers blocked on it).
+      transport_->abort(e.what());
       transport_.reset();
     }
   }

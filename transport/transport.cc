@@ -3,6 +3,8 @@
 
 #include "transport/transport.h"
 
+#include <exception>
+
 #include <thread>
 #include <vector>
 
@@ -24,6 +26,10 @@ class Engine {
 
   const Config& config() const { return config_; }
   Store& store() { return *store_; }
+  void abort(const std::string& cause) {
+    for (auto& conn : peers_)
+      if (conn) conn->fail(cause);
+  }
   // The connection to peer, or TransportError naming the operation when peer is not one.
   const std::shared_ptr<Connection>& peer(int peer, const char* op) const;
 
@@ -133,6 +139,10 @@ Request& Request::operator=(Request&& other) noexcept {
 Request::~Request() {
   if (!op_) return;
   try {
+    // Dropped unfinished while an exception unwinds, the operation will never be waited for:
+    // its stream may stop mid-message, and the peer may be blocked on it. Failing the
+    // connection ends both now, instead of this rank and the peer each waiting out the timeout.
+    if (std::uncaught_exceptions() > 0 && !test()) op_->conn->fail("an operation was abandoned by an error on this rank");
     wait();
   } catch (const TransportError&) {
     // Nobody asked for the outcome; waiting only keeps the buffer safe.
@@ -167,6 +177,8 @@ Transport::~Transport() = default;
 int Transport::rank() const { return engine_->config().rank; }
 int Transport::world_size() const { return engine_->config().world_size; }
 std::chrono::milliseconds Transport::timeout() const { return engine_->config().timeout; }
+void Transport::abort(const std::string& cause) { engine_->abort(cause); }
+
 Store& Transport::store() { return engine_->store(); }
 
 void Transport::send(int peer, std::span<const std::byte> data, uint64_t tag) {

@@ -24,7 +24,9 @@ class Engine;
 
 /// Handle of an asynchronous send or receive; move-only. The caller's buffer must stay valid
 /// until wait() returns (or test() returns true). A Request destroyed before completion waits
-/// for it (and drops any error), so a buffer is never written after its owner is gone.
+/// for it (and drops any error), so a buffer is never written after its owner is gone; when
+/// that happens during stack unwinding (an error elsewhere), the request's connection is
+/// failed first, so neither side waits out the timeout for a message that will not come.
 class Request {
  public:
   Request() = default;  // an empty request: already complete
@@ -74,6 +76,11 @@ class Transport {
 
   /// The rendezvous store, for small out-of-band agreement (e.g. a barrier by add + wait).
   Store& store();
+
+  /// Fails every pending and later operation with `cause` and closes every connection now,
+  /// so peers blocked on this rank fail at once rather than at their timeout. For a rank that
+  /// cannot go on (a collective broke); the Transport is unusable afterwards.
+  void abort(const std::string& cause);
 
  private:
   std::unique_ptr<detail::Engine> engine_;
