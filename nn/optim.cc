@@ -105,8 +105,16 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
     const Tensor g = p.grad();
     if (!g.defined()) continue;
     dispatch_floating(g.dtype(), "clip_grad_norm_", [&]<typename T>() {
+      // 8 partial sums: one chain of dependent adds would neither pipeline nor vectorise.
       const T* d = g.data<T>();
-      for (std::int64_t i = 0; i < g.numel(); ++i) total_sq += static_cast<double>(d[i]) * d[i];
+      const std::int64_t n = g.numel();
+      double lane[8] = {};
+      std::int64_t i = 0;
+      for (; i + 8 <= n; i += 8) {
+        for (int l = 0; l < 8; ++l) lane[l] += static_cast<double>(d[i + l]) * d[i + l];
+      }
+      for (; i < n; ++i) total_sq += static_cast<double>(d[i]) * d[i];
+      for (double s : lane) total_sq += s;
     });
   }
   const double total = std::sqrt(total_sq);
