@@ -94,6 +94,34 @@ T gelu_tanh(T u) {
   }
 }
 
+template <typename T>
+T gelu_value(T x) {
+  const T inner = T(kGeluScale) * (x + T(kGeluCubic) * x * x * x);
+  return T(0.5) * x * (1 + gelu_tanh(inner));
+}
+
+// g * d gelu(v) / dv.
+template <typename T>
+T gelu_grad(T g, T v) {
+  const T inner = T(kGeluScale) * (v + T(kGeluCubic) * v * v * v);
+  const T t = gelu_tanh(inner);
+  const T d_inner = T(kGeluScale) * (1 + 3 * T(kGeluCubic) * v * v);
+  // d/dx [x/2 (1 + tanh u)] = (1 + tanh u)/2 + x/2 (1 - tanh^2 u) du/dx
+  return g * (T(0.5) * (1 + t) + T(0.5) * v * (1 - t * t) * d_inner);
+}
+
+// GELU is the one element-wise op of a GPT step large enough to matter (B T 4C elements per
+// block, forward and backward), so its float32 loops are compiled twice, for AVX-512 and for
+// the baseline, and the CPU picks one at load time (GCC function multiversioning).
+__attribute__((target_clones("avx512f", "default"))) void gelu_f32(const float* x, float* y, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) y[i] = gelu_value(x[i]);
+}
+
+__attribute__((target_clones("avx512f", "default"))) void gelu_backward_f32(const float* g, const float* x,
+                                                                             float* out, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) out[i] = gelu_grad(g[i], x[i]);
+}
+
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
@@ -130,11 +158,12 @@ Tensor relu(const Tensor& a) {
   return map_unary(a, "relu", [](auto x) { return x > 0 ? x : decltype(x){0}; });
 }
 Tensor gelu(const Tensor& a) {
-  return map_unary(a, "gelu", [](auto x) {
-    using T = decltype(x);
-    const T inner = T(kGeluScale) * (x + T(kGeluCubic) * x * x * x);
-    return T(0.5) * x * (1 + gelu_tanh(inner));
-  });
+  if (a.dtype() == DType::Float32 && a.is_contiguous()) {
+    Tensor out = Tensor::zeros(a.shape(), a.dtype());
+    gelu_f32(a.data<float>(), out.data<float>(), a.numel());
+    return out;
+  }
+  return map_unary(a, "gelu", [](auto x) { return gelu_value(x); });
 }
 
 Tensor relu_backward(const Tensor& grad, const Tensor& x) {
@@ -143,14 +172,13 @@ Tensor relu_backward(const Tensor& grad, const Tensor& x) {
 }
 
 Tensor gelu_backward(const Tensor& grad, const Tensor& x) {
-  return map_binary(grad, x, "gelu_backward", [](auto g, auto v) {
-    using T = decltype(g);
-    const T inner = T(kGeluScale) * (v + T(kGeluCubic) * v * v * v);
-    const T t = gelu_tanh(inner);
-    const T d_inner = T(kGeluScale) * (1 + 3 * T(kGeluCubic) * v * v);
-    // d/dx [x/2 (1 + tanh u)] = (1 + tanh u)/2 + x/2 (1 - tanh^2 u) du/dx
-    return g * (T(0.5) * (1 + t) + T(0.5) * v * (1 - t * t) * d_inner);
-  });
+  if (grad.dtype() == DType::Float32 && x.dtype() == DType::Float32 && grad.shape() == x.shape() &&
+      grad.is_contiguous() && x.is_contiguous()) {
+    Tensor out = Tensor::zeros(x.shape(), x.dtype());
+    gelu_backward_f32(grad.data<float>(), x.data<float>(), out.data<float>(), x.numel());
+    return out;
+  }
+  return map_binary(grad, x, "gelu_backward", [](auto g, auto v) { return gelu_grad(g, v); });
 }
 
 void add_(const Tensor& dst, const Tensor& src, double alpha) {
