@@ -66,7 +66,8 @@ void gemm_strided(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t
 AttentionOutput causal_attention(const Tensor& qkv_in, std::int64_t n_head) {
   const Dims d = check_qkv(qkv_in, n_head);
   const Tensor qkv = contiguous(qkv_in);
-  AttentionOutput out{Tensor::zeros({d.b, d.t, d.c}, qkv.dtype()), Tensor::zeros({d.b, d.h, d.t, d.t}, qkv.dtype())};
+  // Written in full: each head's GEMMs fill its channels of y and its T x T block of att.
+  AttentionOutput out{Tensor::empty({d.b, d.t, d.c}, qkv.dtype()), Tensor::empty({d.b, d.h, d.t, d.t}, qkv.dtype())};
   dispatch_floating(qkv.dtype(), "causal_attention", [&]<typename T>() {
     const T scale = static_cast<T>(1 / std::sqrt(static_cast<double>(d.hs)));
     const std::int64_t row = 3 * d.c;  // stride between time steps in qkv
@@ -98,8 +99,8 @@ AttentionOutput causal_attention(const Tensor& qkv_in, std::int64_t n_head) {
 Tensor causal_attention_backward(const Tensor& dy_in, const Tensor& qkv_in, const Tensor& att, std::int64_t n_head) {
   const Dims d = check_qkv(qkv_in, n_head);
   const Tensor qkv = contiguous(qkv_in), dy = contiguous(dy_in);
-  Tensor dqkv = Tensor::zeros(qkv.shape(), qkv.dtype());
-  Tensor scratch = Tensor::zeros({d.t, d.t}, qkv.dtype());  // dP, then dS, of one head
+  Tensor dqkv = Tensor::empty(qkv.shape(), qkv.dtype());  // every head writes its q, k, v slices
+  Tensor scratch = Tensor::empty({d.t, d.t}, qkv.dtype());  // dP, then dS, of one head
   dispatch_floating(qkv.dtype(), "causal_attention_backward", [&]<typename T>() {
     const T scale = static_cast<T>(1 / std::sqrt(static_cast<double>(d.hs)));
     const std::int64_t row = 3 * d.c;

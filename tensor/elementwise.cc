@@ -159,7 +159,7 @@ Tensor relu(const Tensor& a) {
 }
 Tensor gelu(const Tensor& a) {
   if (a.dtype() == DType::Float32 && a.is_contiguous()) {
-    Tensor out = Tensor::zeros(a.shape(), a.dtype());
+    Tensor out = Tensor::empty(a.shape(), a.dtype());
     gelu_f32(a.data<float>(), out.data<float>(), a.numel());
     return out;
   }
@@ -174,7 +174,7 @@ Tensor relu_backward(const Tensor& grad, const Tensor& x) {
 Tensor gelu_backward(const Tensor& grad, const Tensor& x) {
   if (grad.dtype() == DType::Float32 && x.dtype() == DType::Float32 && grad.shape() == x.shape() &&
       grad.is_contiguous() && x.is_contiguous()) {
-    Tensor out = Tensor::zeros(x.shape(), x.dtype());
+    Tensor out = Tensor::empty(x.shape(), x.dtype());
     gelu_backward_f32(grad.data<float>(), x.data<float>(), out.data<float>(), x.numel());
     return out;
   }

@@ -42,8 +42,8 @@ LayerNormOutput layer_norm(const Tensor& x_in, const Tensor& weight, const Tenso
   if (bias.defined()) check_param(bias, x_in, "bias");
   const Tensor x = contiguous(x_in);
   const std::int64_t c = x.size(-1), rows = c == 0 ? 0 : x.numel() / c;
-  LayerNormOutput out{Tensor::zeros(x.shape(), x.dtype()), Tensor::zeros({rows}, x.dtype()),
-                      Tensor::zeros({rows}, x.dtype())};
+  LayerNormOutput out{Tensor::empty(x.shape(), x.dtype()), Tensor::empty({rows}, x.dtype()),
+                      Tensor::empty({rows}, x.dtype())};
   dispatch_floating(x.dtype(), "layer_norm", [&]<typename T>() {
     const Tensor w = contiguous(weight), b = bias.defined() ? contiguous(bias) : Tensor();
     const T* pw = w.data<T>();
@@ -70,7 +70,7 @@ LayerNormGrads layer_norm_backward(const Tensor& dy_in, const Tensor& x_in, cons
                                    const Tensor& mean, const Tensor& rstd, bool has_bias) {
   const Tensor dy = contiguous(dy_in), x = contiguous(x_in), w = contiguous(weight);
   const std::int64_t c = x.size(-1), rows = c == 0 ? 0 : x.numel() / c;
-  LayerNormGrads g{Tensor::zeros(x.shape(), x.dtype()), Tensor::zeros({c}, x.dtype()),
+  LayerNormGrads g{Tensor::empty(x.shape(), x.dtype()), Tensor::zeros({c}, x.dtype()),
                    has_bias ? Tensor::zeros({c}, x.dtype()) : Tensor()};
   dispatch_floating(x.dtype(), "layer_norm_backward", [&]<typename T>() {
     const T* pw = w.data<T>();

@@ -23,7 +23,8 @@ Tensor linear(const Tensor& x_in, const Tensor& weight, const Tensor& bias) {
   const std::int64_t in = w.size(1), out_features = w.size(0), rows = in == 0 ? 0 : x.numel() / in;
   Shape shape = x.shape();
   shape.back() = out_features;
-  Tensor y = Tensor::zeros(shape, x.dtype());
+  // Every element is written below (bias rows, then the GEMM), except when in == 0 without bias.
+  Tensor y = in == 0 ? Tensor::zeros(shape, x.dtype()) : Tensor::empty(shape, x.dtype());
   dispatch_floating(x.dtype(), "linear", [&]<typename T>() {
     T* py = y.data<T>();
     if (bias.defined()) {  // start every row at b, then accumulate x W^T onto it (beta = 1)
@@ -43,10 +44,14 @@ LinearGrads linear_backward(const Tensor& dy_in, const Tensor& x_in, const Tenso
   const Tensor dy = contiguous(dy_in), x = contiguous(x_in), w = contiguous(weight);
   const std::int64_t in = w.size(1), out_features = w.size(0), rows = in == 0 ? 0 : x.numel() / in;
   LinearGrads grads;
-  grads.dweight = Tensor::zeros(w.shape(), w.dtype());
-  if (has_bias) grads.dbias = Tensor::zeros({out_features}, w.dtype());
-  if (need_dx) grads.dx = Tensor::zeros(x.shape(), x.dtype());
-  if (rows == 0 || in == 0 || out_features == 0) return grads;
+  const bool empty_product = rows == 0 || in == 0 || out_features == 0;
+  auto result = [&](const Shape& shape) {  // the GEMMs below write every element (beta = 0)
+    return empty_product ? Tensor::zeros(shape, x.dtype()) : Tensor::empty(shape, x.dtype());
+  };
+  grads.dweight = result(w.shape());
+  if (has_bias) grads.dbias = Tensor::zeros({out_features}, w.dtype());  // accumulated into
+  if (need_dx) grads.dx = result(x.shape());
+  if (empty_product) return grads;
   dispatch_floating(x.dtype(), "linear_backward", [&]<typename T>() {
     const T* g = dy.data<T>();
     GemmArgs<T> dw;  // dW [out, in] = dy^T [out, N] x [N, in]

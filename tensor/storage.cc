@@ -11,20 +11,20 @@ namespace ringgrad {
 constexpr std::size_t kAlignment = 64;
 
 namespace {
-std::byte* allocate_zeroed(std::size_t nbytes) {
+std::byte* allocate(std::size_t nbytes, bool zeroed) {
   const std::size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
   void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
   if (p == nullptr) throw std::bad_alloc();
-  std::memset(p, 0, rounded);
+  if (zeroed) std::memset(p, 0, rounded);
   return static_cast<std::byte*>(p);
 }
 }  // namespace
 
-Storage::Storage(std::size_t nbytes) : data_(allocate_zeroed(nbytes)), nbytes_(nbytes) {}
+Storage::Storage(std::size_t nbytes, bool zeroed) : data_(allocate(nbytes, zeroed)), nbytes_(nbytes) {}
 
 void Storage::resize(std::size_t nbytes) {
   if (nbytes == nbytes_) return;
-  std::unique_ptr<std::byte[], Free> fresh(allocate_zeroed(nbytes));
+  std::unique_ptr<std::byte[], Free> fresh(allocate(nbytes, true));
   std::memcpy(fresh.get(), data_.get(), std::min(nbytes, nbytes_));
   data_ = std::move(fresh);
   nbytes_ = nbytes;

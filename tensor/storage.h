@@ -6,11 +6,12 @@
 
 namespace ringgrad {
 
-/// A zero-initialised, 64-byte-aligned buffer of `nbytes` bytes on the CPU.
+/// A 64-byte-aligned buffer of `nbytes` bytes on the CPU, zero-initialised unless `zeroed` is
+/// false (for outputs a kernel overwrites entirely: clearing them first costs a pass over memory).
 /// Shared through std::shared_ptr: it lives as long as the last tensor that views it.
 class Storage {
  public:
-  explicit Storage(std::size_t nbytes);
+  explicit Storage(std::size_t nbytes, bool zeroed = true);
 
   std::byte* data() { return data_.get(); }
   const std::byte* data() const { return data_.get(); }

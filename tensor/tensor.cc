@@ -25,6 +25,11 @@ Tensor Tensor::zeros(const Shape& shape, DType dtype) {
   return Tensor(std::make_shared<Storage>(bytes), shape, contiguous_strides(shape), 0, dtype);
 }
 
+Tensor Tensor::empty(const Shape& shape, DType dtype) {
+  const auto bytes = static_cast<std::size_t>(ringgrad::numel(shape)) * dtype_size(dtype);
+  return Tensor(std::make_shared<Storage>(bytes, false), shape, contiguous_strides(shape), 0, dtype);
+}
+
 Tensor Tensor::ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
 
 Tensor Tensor::full(const Shape& shape, double value, DType dtype) {

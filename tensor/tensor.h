@@ -33,6 +33,8 @@ class Tensor {
   // --- Factories (contiguous, on the CPU) -------------------------------------------------
   /// Zero-filled tensor of `shape`.
   static Tensor zeros(const Shape& shape, DType dtype = DType::Float32);
+  /// Uninitialised tensor of `shape` (torch.empty), for results a kernel writes in full.
+  static Tensor empty(const Shape& shape, DType dtype = DType::Float32);
   static Tensor ones(const Shape& shape, DType dtype = DType::Float32);
   static Tensor full(const Shape& shape, double value, DType dtype = DType::Float32);
   /// A 0-d tensor holding `value`.
