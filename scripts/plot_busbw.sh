@@ -31,7 +31,8 @@ with open(f"{outdir}/plot.gp", "w") as gp:
         with open(path, "w") as t:
             for size in sorted(pts):
                 t.write(f"{size}\t{pts[size]}\n")
-        plots.append(f"'{path}' using 1:2 with linespoints title '{label}'")
+        title = label.replace("_", "\\\\_")  # gnuplot's enhanced text reads _ as a subscript
+        plots.append(f"'{path}' using 1:2 with linespoints title '{title}'")
     gp.write("plot " + ", ".join(plots) + "\n")
 PY
 for term in "svg size 900,560" "pngcairo size 900,560"; do

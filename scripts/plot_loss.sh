@@ -37,6 +37,6 @@ with open(f"{outdir}/plot.gp", "w") as gp:
 PY
 for term in "svg size 900,540" "pngcairo size 900,540"; do
   ext=${term%% *}; ext=${ext/pngcairo/png}
-  gnuplot -e "set terminal $term; set output '$out.$ext'" "$data/plot.gp"
+  gnuplot -e "set terminal $term noenhanced; set output '$out.$ext'" "$data/plot.gp"
 done
 echo "wrote $out.svg and $out.png"
