@@ -31,7 +31,7 @@ with open(f"{outdir}/plot.gp", "w") as gp:
         with open(path, "w") as t:
             for size in sorted(pts):
                 t.write(f"{size}\t{pts[size]}\n")
-        title = label.replace("_", "\\\\_")  # gnuplot's enhanced text reads _ as a subscript
+        title = label.replace("_", "\\_")  # gnuplot's enhanced text reads _ as a subscript
         plots.append(f"'{path}' using 1:2 with linespoints title '{title}'")
     gp.write("plot " + ", ".join(plots) + "\n")
 PY
