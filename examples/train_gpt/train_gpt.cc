@@ -1,26 +1,35 @@
-// train_gpt: a character-level GPT on a text file, one process. The loop in train() is the
-// whole recipe: evaluate every eval_interval iterations, then one step of forward, loss,
-// backward, clipping and AdamW under a warmup + cosine learning rate.
+// train_gpt: a character-level GPT on a text file, on one process or many. The loop in train()
+// is the whole recipe: evaluate every eval_interval iterations, then one step of forward, loss,
+// backward (gradients reduced across ranks by the chosen strategy), clipping and AdamW under a
+// warmup + cosine learning rate.
 //
 //   train_gpt --data ../shared/data/tinyshakespeare.txt --config baby --log run.jsonl --out ckpt.safetensors
 //   train_gpt ... --resume ckpt.safetensors --max_iters 3000     # continue exactly where it stopped
+//   ringgrad-run --nproc-per-node 2 train_gpt --config baby --strategy ddp
+//   train_gpt --config baby --time_budget 60    # as good as it gets in 60 s of training
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
+#include <sys/resource.h>
 
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 
+#include "autograd/ops.h"
 #include "nn/data/char_dataset.h"
 #include "nn/data/idx.h"
+#include "nn/parallel/accelerator.h"
+#include "nn/parallel/tensor_buffer.h"
 #include "nn/transformer/checkpoint.h"
 #include "nn/transformer/train_config.h"
 #include "nn/transformer/train_step.h"
 #include "tensor/threads.h"
+#include "tensor/view.h"
 
 using namespace ringgrad;
 using nn::data::Split;
+namespace parallel = ringgrad::nn::parallel;
 
 namespace {
 
@@ -34,6 +43,37 @@ struct Sampling {
   double temperature = 0.8;
   std::int64_t top_k = 20;
 };
+
+struct Distributed {
+  std::string strategy = "ddp";
+  double bucket_cap_mb = 25;
+  std::int64_t accumulation = 1;  // micro-batches per step; all but the last under no_sync()
+  double time_budget = 0;         // seconds of training; 0: max_iters decides
+};
+
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;
+}
+
+// Rank 0's value on every rank, so that all ranks take decisions (stop now?) together.
+double from_rank0(parallel::Accelerator& acc, double value) {
+  Tensor t = Tensor::full({1}, value, DType::Float64);
+  acc.comm().broadcast(parallel::as_buffer(t), parallel::as_buffer(t), 0);
+  return t.item<double>();
+}
+
+double mean_over_ranks(parallel::Accelerator& acc, double value) {
+  Tensor t = Tensor::full({1}, value, DType::Float64);
+  acc.comm().all_reduce(parallel::as_buffer(t), parallel::as_buffer(t), collectives::ReduceOp::AVG);
+  return t.item<double>();
+}
+
+// Rows [start, start + n) of a batch.
+nn::data::Batch rows(const nn::data::Batch& b, std::int64_t start, std::int64_t n) {
+  return {kernels::contiguous(kernels::narrow(b.x, 0, start, n)), kernels::contiguous(kernels::narrow(b.y, 0, start, n))};
+}
 
 // Every field of the config becomes a flag whose default is the preset's value.
 void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
@@ -60,68 +100,128 @@ void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
   app.add_option("--seed", c.seed, "Seed of the weights, the batches and dropout");
 }
 
-int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling) {
+int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, const Distributed& dist) {
+  parallel::Accelerator acc;
   const auto ds = nn::data::CharDataset::from_file(paths.data);
   cfg.model.vocab_size = ds.vocab_size();
+  const std::int64_t local_batch = acc.local_batch(cfg.batch_size, dist.accumulation);
   manual_seed(cfg.seed);
-  nn::GPT model(cfg.model);
-  nn::AdamW optimizer(nn::weight_decay_groups(model, cfg.weight_decay), {cfg.lr, cfg.beta1, cfg.beta2, 1e-8});
+  auto model = std::make_shared<nn::GPT>(cfg.model);
+  auto make_adamw = [&](std::vector<nn::ParamGroup> groups) {
+    return std::make_unique<nn::AdamW>(std::move(groups), nn::AdamOptions{cfg.lr, cfg.beta1, cfg.beta2, 1e-8});
+  };
+  std::vector<std::shared_ptr<nn::Module>> blocks(model->h.begin(), model->h.end());  // FSDP's units
+  auto dp = acc.prepare(dist.strategy, model, nn::weight_decay_groups(*model, cfg.weight_decay), make_adamw,
+                        dist.bucket_cap_mb, blocks);
+  // Every rank draws the same global batch and trains on its own rows of it: N ranks take the
+  // steps one process would take on the whole batch.
   nn::TrainState state{0, Generator(cfg.seed + 1), default_generator()};
   if (!paths.resume.empty()) {
-    state = nn::load_checkpoint(paths.resume, model, optimizer);
+    state = nn::checkpoint_state(acc.load(*dp, paths.resume), paths.resume);
     default_generator() = state.dropout_gen;
-    fmt::print("resumed from {} at iter {}\n", paths.resume, state.iter);
+    acc.print("resumed from {} at iter {}\n", paths.resume, state.iter);
   }
   std::ofstream log;
-  if (!paths.log.empty()) log.open(paths.log, paths.resume.empty() ? std::ios::trunc : std::ios::app);
+  if (!paths.log.empty() && acc.is_main_process()) {
+    log.open(paths.log, paths.resume.empty() ? std::ios::trunc : std::ios::app);
+  }
   auto write_log = [&](const nlohmann::json& j) {
     if (log) log << j.dump() << std::endl;
   };
 
   std::int64_t n_params = 0;
-  for (const Tensor& p : model.parameters()) n_params += p.numel();
-  fmt::print("GPT {} layers, {} heads, C {}, T {}, V {}: {} parameters ({}); batch {}, {} iters; {} train / {} val tokens\n",
-             cfg.model.n_layer, cfg.model.n_head, cfg.model.n_embd, cfg.model.block_size, cfg.model.vocab_size,
-             n_params, cfg.model.tie_weights ? "lm_head tied to wte" : "lm_head untied", cfg.batch_size,
-             cfg.max_iters, ds.size(Split::Train), ds.size(Split::Val));
+  for (const Tensor& p : model->parameters()) n_params += p.numel();
+  acc.print("GPT {} layers, {} heads, C {}, T {}, V {}: {} parameters ({}); {} iters; {} train / {} val tokens\n",
+            cfg.model.n_layer, cfg.model.n_head, cfg.model.n_embd, cfg.model.block_size, cfg.model.vocab_size, n_params,
+            cfg.model.tie_weights ? "lm_head tied to wte" : "lm_head untied", cfg.max_iters, ds.size(Split::Train),
+            ds.size(Split::Val));
+  acc.print("strategy {}: {}\n", dp->name(), acc.batch_split(cfg.batch_size, dist.accumulation));
   auto save = [&](std::int64_t iter) {
     if (paths.out.empty()) return;
     state.iter = iter;
     state.dropout_gen = default_generator();
-    nn::save_checkpoint(paths.out, model, optimizer, state);
+    acc.save(*dp, paths.out, nn::checkpoint_metadata(cfg.model, state, dp->optimizer().steps()));
+  };
+  auto evaluate = [&](std::int64_t it) {
+    // Fixed batches (seeds 4242, 4343) so every evaluation measures the same text. Every rank
+    // computes the same estimate (sharded models need every rank in each forward).
+    const double train_loss = nn::estimate_loss(*model, ds, Split::Train, cfg.eval_iters, cfg.batch_size, 4242);
+    const double val_loss = nn::estimate_loss(*model, ds, Split::Val, cfg.eval_iters, cfg.batch_size, 4343);
+    acc.print("eval iter {:5d}: train loss {:.4f}, val loss {:.4f}\n", it, train_loss, val_loss);
+    write_log({{"iter", it}, {"train_loss", train_loss}, {"val_loss", val_loss}});
+    save(it);
   };
 
   const nn::CosineSchedule schedule = cfg.schedule();
   const double tokens_per_iter = static_cast<double>(cfg.batch_size * cfg.model.block_size);
-  for (std::int64_t it = state.iter;; ++it) {
-    if (it % cfg.eval_interval == 0 || it == cfg.max_iters) {
-      // Fixed batches (seeds 4242, 4343) so every evaluation measures the same text.
-      const double train_loss = nn::estimate_loss(model, ds, Split::Train, cfg.eval_iters, cfg.batch_size, 4242);
-      const double val_loss = nn::estimate_loss(model, ds, Split::Val, cfg.eval_iters, cfg.batch_size, 4343);
-      fmt::print("eval iter {:5d}: train loss {:.4f}, val loss {:.4f}\n", it, train_loss, val_loss);
-      write_log({{"iter", it}, {"train_loss", train_loss}, {"val_loss", val_loss}});
-      save(it);
-    }
-    if (it >= cfg.max_iters) break;
+  const std::int64_t micro = cfg.batch_size / dist.accumulation;  // rows of one micro-step, all ranks
+  const auto start = std::chrono::steady_clock::now();
+  double train_seconds = 0, comm_wait_seconds = 0;  // in training steps only, not evaluations
+  std::int64_t it = state.iter;
+  for (;; ++it) {
+    // With a time budget the schedule runs on the elapsed fraction of it (wall clock), and
+    // training stops when it is spent; rank 0's clock decides for all.
+    const double elapsed =
+        dist.time_budget > 0
+            ? from_rank0(acc, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count())
+            : 0;
+    const bool done = dist.time_budget > 0 ? elapsed >= dist.time_budget : it >= cfg.max_iters;
+    if (!done && it % cfg.eval_interval == 0 && dist.time_budget == 0) evaluate(it);
+    if (done) break;
 
     const auto t0 = std::chrono::steady_clock::now();
-    const double lr = schedule.at(it);
+    const double wait0 = dp->stats().wait_seconds;
+    const double lr = dist.time_budget > 0
+                          ? schedule.at(static_cast<std::int64_t>(elapsed / dist.time_budget * static_cast<double>(cfg.lr_decay_iters)))
+                          : schedule.at(it);
     const nn::data::Batch batch = ds.get_batch(Split::Train, cfg.batch_size, cfg.model.block_size, state.data_gen);
-    const nn::StepResult step = nn::train_step(model, optimizer, batch, lr, cfg.grad_clip);
+    dp->zero_grad();
+    double loss_sum = 0;
+    for (std::int64_t m = 0; m < dist.accumulation; ++m) {
+      const nn::data::Batch mine = rows(batch, m * micro + acc.rank() * local_batch, local_batch);
+      const Tensor loss = cross_entropy(dp->forward(mine.x), mine.y) * (1.0 / static_cast<double>(dist.accumulation));
+      loss_sum += loss.item<double>();
+      if (m + 1 < dist.accumulation) {
+        auto no_sync = dp->no_sync();
+        dp->backward(loss);
+      } else {
+        dp->backward(loss);
+      }
+    }
+    dp->set_lr(lr);
+    const double grad_norm = dp->step(cfg.grad_clip);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    train_seconds += ms / 1e3;
+    comm_wait_seconds += dp->stats().wait_seconds - wait0;
 
-    if (it % cfg.log_interval == 0 || it + 1 == cfg.max_iters) {
-      fmt::print("iter {:5d}: loss {:.4f}, lr {:.2e}, {:.1f} ms/iter, {:.0f} tokens/s\n", it, step.loss, lr, ms,
-                 tokens_per_iter / ms * 1e3);
-      write_log({{"iter", it}, {"loss", step.loss}, {"lr", lr}, {"grad_norm", step.grad_norm}, {"ms", ms},
-                 {"tokens_per_s", tokens_per_iter / ms * 1e3}});
+    if (it % cfg.log_interval == 0) {
+      const double loss = mean_over_ranks(acc, loss_sum);
+      const double comm_share = comm_wait_seconds / train_seconds;
+      acc.print("iter {:5d}: loss {:.4f}, lr {:.2e}, {:.1f} ms/iter, {:.0f} tokens/s, comm wait {:.1f}%, peak {:.0f} MiB\n",
+                it, loss, lr, ms, tokens_per_iter / ms * 1e3, 100 * comm_share, peak_rss_mib());
+      write_log({{"iter", it}, {"loss", loss}, {"lr", lr}, {"grad_norm", grad_norm}, {"ms", ms},
+                 {"tokens_per_s", tokens_per_iter / ms * 1e3}, {"comm_wait_share", comm_share},
+                 {"peak_rss_mib", peak_rss_mib()}});
     }
   }
-  if (!paths.out.empty()) fmt::print("saved {}\n", paths.out);
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  acc.print("trained {} iterations in {:.1f} s of steps ({:.1f} s wall): {:.0f} tokens/s\n", it - state.iter,
+            train_seconds, wall, tokens_per_iter * static_cast<double>(it - state.iter) / train_seconds);
+  evaluate(it);
+  if (!paths.out.empty()) acc.print("saved {}\n", paths.out);
 
+  // Sample from a whole copy of the model on rank 0 (sharded strategies hold only pieces).
+  const nn::StateDict full = dp->full_state_dict();
+  if (!acc.is_main_process()) return 0;
+  nn::GPT sampler(cfg.model);
+  nn::StateDict weights;
+  for (const auto& [name, t] : full) {
+    if (!name.starts_with("optimizer.")) weights.emplace(name, t);
+  }
+  sampler.load_state_dict(weights);
   Generator sample_gen(cfg.seed + 2);
-  const Tensor start = Tensor::from_vector(ds.tokenizer().encode("\n"), {1, 1});
-  const Tensor out = model.generate(start, sampling.tokens, sampling.temperature, sampling.top_k, sample_gen);
+  const Tensor prompt = Tensor::from_vector(ds.tokenizer().encode("\n"), {1, 1});
+  const Tensor out = sampler.generate(prompt, sampling.tokens, sampling.temperature, sampling.top_k, sample_gen);
   fmt::print("--- sample ({} tokens, temperature {}, top_k {}) ---\n{}\n", sampling.tokens, sampling.temperature,
              sampling.top_k, ds.tokenizer().decode(out.to_vector<std::int64_t>()));
   return 0;
@@ -155,7 +255,16 @@ int main(int argc, char** argv) {
   app.add_option("--log", paths.log, "Write JSON lines here (appended to on --resume)");
   app.add_option("--out", paths.out, "Checkpoint (.safetensors), written at each evaluation and at the end");
   app.add_option("--resume", paths.resume, "Continue from this checkpoint (model, optimizer, iteration, RNG)");
-  app.add_option("--threads", threads, "BLAS threads")->check(CLI::PositiveNumber);
+  app.add_option("--threads", threads, "BLAS threads per process")->check(CLI::PositiveNumber);
+  Distributed dist;
+  app.add_option("--strategy", dist.strategy, "Data parallelism: ddp-naive, ddp, zero1, zero2, fsdp")
+      ->check(CLI::IsMember({"ddp-naive", "ddp", "zero1", "zero2", "fsdp"}));
+  app.add_option("--bucket_cap_mb", dist.bucket_cap_mb, "DDP bucket size in MiB");
+  app.add_option("--accumulation", dist.accumulation, "Micro-batches per step (gradient accumulation)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--time_budget", dist.time_budget, "Train for this many seconds (the schedule follows the elapsed "
+                                                    "fraction), then evaluate; overrides max_iters")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--sample_tokens", sampling.tokens, "Characters to generate at the end");
   app.add_option("--temperature", sampling.temperature, "Sampling temperature")->check(CLI::PositiveNumber);
   app.add_option("--top_k", sampling.top_k, "Sample among the k likeliest characters (0: all)");
@@ -164,8 +273,11 @@ int main(int argc, char** argv) {
 
   set_num_threads(threads);
   try {
-    return train(cfg, paths, sampling);
+    return train(cfg, paths, sampling, dist);
   } catch (const nn::data::DataError& e) {
+    fmt::print(stderr, "train_gpt: {}\n", e.what());
+    return 2;
+  } catch (const std::invalid_argument& e) {  // a batch that does not divide, a bad flag combination
     fmt::print(stderr, "train_gpt: {}\n", e.what());
     return 2;
   } catch (const std::exception& e) {  // a bad flag combination, an unreadable checkpoint

@@ -36,9 +36,10 @@ Generator parse_generator(const std::string& text) {
   return g;
 }
 
-const std::string& meta(const SafetensorsFile& file, const std::string& key, const std::string& path) {
-  auto it = file.metadata.find(key);
-  if (it == file.metadata.end()) throw std::runtime_error(fmt::format("{}: not a ringgrad GPT checkpoint (no '{}')", path, key));
+const std::string& meta(const std::map<std::string, std::string>& metadata, const std::string& key,
+                        const std::string& path) {
+  auto it = metadata.find(key);
+  if (it == metadata.end()) throw std::runtime_error(fmt::format("{}: not a ringgrad GPT checkpoint (no '{}')", path, key));
   return it->second;
 }
 
@@ -55,18 +56,28 @@ void save_checkpoint(const std::string& path, const GPT& model, const AdamW& opt
       tensors.emplace("optimizer.exp_avg_sq." + name, optimizer.exp_avg_sq[g][i]);
     }
   }
-  save_safetensors(path, tensors,
-                   {{"format", kFormat},
-                    {"config", config_json(model.config()).dump()},
-                    {"iter", std::to_string(state.iter)},
-                    {"optimizer.steps", std::to_string(optimizer.steps())},
-                    {"data_gen", generator_text(state.data_gen)},
-                    {"dropout_gen", generator_text(state.dropout_gen)}});
+  save_safetensors(path, tensors, checkpoint_metadata(model.config(), state, optimizer.steps()));
+}
+
+std::map<std::string, std::string> checkpoint_metadata(const GPTConfig& config, const TrainState& state,
+                                                       std::int64_t optimizer_steps) {
+  return {{"format", kFormat},
+          {"config", config_json(config).dump()},
+          {"iter", std::to_string(state.iter)},
+          {"optimizer.steps", std::to_string(optimizer_steps)},
+          {"data_gen", generator_text(state.data_gen)},
+          {"dropout_gen", generator_text(state.dropout_gen)}};
+}
+
+TrainState checkpoint_state(const std::map<std::string, std::string>& metadata, const std::string& path) {
+  if (meta(metadata, "format", path) != kFormat) throw std::runtime_error(path + ": unknown checkpoint format");
+  return {std::stoll(meta(metadata, "iter", path)), parse_generator(meta(metadata, "data_gen", path)),
+          parse_generator(meta(metadata, "dropout_gen", path))};
 }
 
 TrainState load_checkpoint(const std::string& path, GPT& model, AdamW& optimizer) {
   SafetensorsFile file = load_safetensors(path);
-  if (meta(file, "format", path) != kFormat) throw std::runtime_error(path + ": unknown checkpoint format");
+  const TrainState state = checkpoint_state(file.metadata, path);
   StateDict weights, moments;
   for (auto& [name, t] : file.tensors) (name.starts_with("optimizer.") ? moments : weights).emplace(name, t);
   model.load_state_dict(weights);
@@ -81,14 +92,13 @@ TrainState load_checkpoint(const std::string& path, GPT& model, AdamW& optimizer
       optimizer.exp_avg_sq[g][i] = kernels::clone(v->second);
     }
   }
-  optimizer.set_steps(std::stoll(meta(file, "optimizer.steps", path)));
-  return {std::stoll(meta(file, "iter", path)), parse_generator(meta(file, "data_gen", path)),
-          parse_generator(meta(file, "dropout_gen", path))};
+  optimizer.set_steps(std::stoll(meta(file.metadata, "optimizer.steps", path)));
+  return state;
 }
 
 GPTConfig checkpoint_config(const std::string& path) {
   const SafetensorsFile file = load_safetensors(path);
-  const auto j = nlohmann::json::parse(meta(file, "config", path));
+  const auto j = nlohmann::json::parse(meta(file.metadata, "config", path));
   GPTConfig c;
   c.n_layer = j.at("n_layer"), c.n_head = j.at("n_head"), c.n_embd = j.at("n_embd");
   c.block_size = j.at("block_size"), c.vocab_size = j.at("vocab_size"), c.dropout = j.at("dropout");

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 
 #include "nn/optim.h"
@@ -28,6 +29,14 @@ void save_checkpoint(const std::string& path, const GPT& model, const AdamW& opt
 /// the saved state. Throws std::runtime_error for an unreadable or foreign file and
 /// std::invalid_argument when the model's names or shapes differ from the checkpoint's.
 TrainState load_checkpoint(const std::string& path, GPT& model, AdamW& optimizer);
+
+/// The metadata save_checkpoint writes (format, config, iteration, Adam's step count, both
+/// generators), for writers that gather the tensors themselves (data-parallel training).
+std::map<std::string, std::string> checkpoint_metadata(const GPTConfig& config, const TrainState& state,
+                                                       std::int64_t optimizer_steps);
+/// The TrainState recorded in a checkpoint's metadata. Throws std::runtime_error naming `path`
+/// for a file that is not a ringgrad GPT checkpoint.
+TrainState checkpoint_state(const std::map<std::string, std::string>& metadata, const std::string& path);
 
 /// The config stored in a checkpoint's metadata, to rebuild the model before loading.
 GPTConfig checkpoint_config(const std::string& path);
