@@ -20,7 +20,9 @@ namespace {
 double train(parallel::Accelerator& acc, const std::string& strategy, double bucket_cap_mb) {
   auto model = toy::make_model();
   auto sgd = [](std::vector<nn::ParamGroup> g) { return std::make_unique<nn::SGD>(std::move(g), 0.1, 0.9); };
-  auto dp = acc.prepare(strategy, model, {{model->parameters()}}, sgd, bucket_cap_mb);
+  parallel::DataParallelOptions options;
+  options.bucket_cap_mb = bucket_cap_mb;
+  auto dp = acc.prepare(strategy, model, {{model->parameters()}}, sgd, options);
   if (auto* ddp = dynamic_cast<parallel::DistributedDataParallel*>(dp.get())) {
     const auto names = model->named_parameters();
     for (const auto& bucket : ddp->bucket_members()) {

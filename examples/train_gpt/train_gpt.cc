@@ -47,6 +47,7 @@ struct Sampling {
 struct Distributed {
   std::string strategy = "ddp";
   double bucket_cap_mb = 25;
+  bool overlap = true;
   std::int64_t accumulation = 1;  // micro-batches per step; all but the last under no_sync()
   double time_budget = 0;         // seconds of training; 0: max_iters decides
 };
@@ -110,9 +111,11 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
   auto make_adamw = [&](std::vector<nn::ParamGroup> groups) {
     return std::make_unique<nn::AdamW>(std::move(groups), nn::AdamOptions{cfg.lr, cfg.beta1, cfg.beta2, 1e-8});
   };
-  std::vector<std::shared_ptr<nn::Module>> blocks(model->h.begin(), model->h.end());  // FSDP's units
-  auto dp = acc.prepare(dist.strategy, model, nn::weight_decay_groups(*model, cfg.weight_decay), make_adamw,
-                        dist.bucket_cap_mb, blocks);
+  parallel::DataParallelOptions options;
+  options.bucket_cap_mb = dist.bucket_cap_mb;
+  options.overlap = dist.overlap;
+  options.fsdp_units.assign(model->h.begin(), model->h.end());  // FSDP gathers one block at a time
+  auto dp = acc.prepare(dist.strategy, model, nn::weight_decay_groups(*model, cfg.weight_decay), make_adamw, options);
   // Every rank draws the same global batch and trains on its own rows of it: N ranks take the
   // steps one process would take on the whole batch.
   nn::TrainState state{0, Generator(cfg.seed + 1), default_generator()};
@@ -260,6 +263,7 @@ int main(int argc, char** argv) {
   app.add_option("--strategy", dist.strategy, "Data parallelism: ddp-naive, ddp, zero1, zero2, fsdp")
       ->check(CLI::IsMember({"ddp-naive", "ddp", "zero1", "zero2", "fsdp"}));
   app.add_option("--bucket_cap_mb", dist.bucket_cap_mb, "DDP bucket size in MiB");
+  app.add_option("--overlap", dist.overlap, "DDP: all-reduce buckets during backward (true) or after it (false)");
   app.add_option("--accumulation", dist.accumulation, "Micro-batches per step (gradient accumulation)")
       ->check(CLI::PositiveNumber);
   app.add_option("--time_budget", dist.time_budget, "Train for this many seconds (the schedule follows the elapsed "

@@ -45,6 +45,7 @@ struct Options {
   std::uint64_t seed = 0;
   std::string strategy = "ddp";
   double bucket_cap_mb = 25;
+  bool overlap = true;
   int log_every = 100;
   int threads = 1;
   std::string log_path;
@@ -102,7 +103,10 @@ int run(const Options& opt) {
     if (opt.optimizer == "sgd") return std::make_unique<nn::SGD>(std::move(groups), opt.lr, opt.momentum);
     return std::make_unique<nn::Adam>(std::move(groups), nn::AdamOptions{opt.lr});
   };
-  auto dp = acc.prepare(opt.strategy, model, {{model->parameters()}}, make_optimizer, opt.bucket_cap_mb);
+  parallel::DataParallelOptions options;
+  options.bucket_cap_mb = opt.bucket_cap_mb;
+  options.overlap = opt.overlap;
+  auto dp = acc.prepare(opt.strategy, model, {{model->parameters()}}, make_optimizer, options);
 
   std::ofstream log;
   if (!opt.log_path.empty() && acc.is_main_process()) log.open(opt.log_path);
@@ -189,6 +193,7 @@ int main(int argc, char** argv) {
   app.add_option("--strategy", opt.strategy, "Data parallelism: ddp-naive, ddp, zero1, zero2, fsdp")
       ->check(CLI::IsMember({"ddp-naive", "ddp", "zero1", "zero2", "fsdp"}));
   app.add_option("--bucket-cap-mb", opt.bucket_cap_mb, "DDP bucket size in MiB");
+  app.add_option("--overlap", opt.overlap, "DDP: all-reduce buckets during backward (true) or after it (false)");
   app.add_option("--log-every", opt.log_every, "Steps between progress lines")->check(CLI::PositiveNumber);
   app.add_option("--threads", opt.threads, "BLAS threads per process")->check(CLI::PositiveNumber);
   app.add_option("--log", opt.log_path, "Write JSON lines here (rank 0)");

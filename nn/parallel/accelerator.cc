@@ -20,10 +20,9 @@ Accelerator::Accelerator() : comm_(std::make_unique<collectives::Communicator>(c
 
 std::unique_ptr<DataParallel> Accelerator::prepare(const std::string& strategy, std::shared_ptr<Module> model,
                                                    std::vector<ParamGroup> groups,
-                                                   const OptimizerFactory& make_optimizer, double bucket_cap_mb,
-                                                   std::vector<std::shared_ptr<Module>> fsdp_units) {
-  return make_data_parallel(strategy, std::move(model), *comm_, std::move(groups), make_optimizer, bucket_cap_mb,
-                            std::move(fsdp_units));
+                                                   const OptimizerFactory& make_optimizer,
+                                                   const DataParallelOptions& options) {
+  return make_data_parallel(strategy, std::move(model), *comm_, std::move(groups), make_optimizer, options);
 }
 
 data::DistributedSampler Accelerator::sampler(std::int64_t size, bool shuffle, std::uint64_t seed, bool drop_last) const {

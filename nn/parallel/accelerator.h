@@ -37,7 +37,7 @@ class Accelerator {
   /// Wraps `model` and the optimizer for `strategy` (see make_data_parallel).
   std::unique_ptr<DataParallel> prepare(const std::string& strategy, std::shared_ptr<Module> model,
                                         std::vector<ParamGroup> groups, const OptimizerFactory& make_optimizer,
-                                        double bucket_cap_mb = 25, std::vector<std::shared_ptr<Module>> fsdp_units = {});
+                                        const DataParallelOptions& options = {});
 
   /// This rank's share of a data set of `size` samples (PyTorch's DistributedSampler).
   data::DistributedSampler sampler(std::int64_t size, bool shuffle, std::uint64_t seed, bool drop_last = false) const;

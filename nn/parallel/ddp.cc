@@ -11,10 +11,11 @@ namespace ringgrad::nn::parallel {
 DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> model, collectives::Communicator& comm,
                                                  std::vector<ParamGroup> groups,
                                                  const OptimizerFactory& make_optimizer, double bucket_cap_mb,
-                                                 double first_bucket_mb)
+                                                 bool overlap, double first_bucket_mb)
     : DataParallel(std::move(model), comm, std::move(groups), make_optimizer),
       bucket_of_(params_.size()),
-      position_in_(params_.size()) {
+      position_in_(params_.size()),
+      overlap_(overlap) {
   // Reverse registration order approximates the order backward produces gradients in.
   std::vector<std::vector<std::size_t>> members(1);
   double cap = std::min(first_bucket_mb, bucket_cap_mb) * (1 << 20), filled = 0;
@@ -79,7 +80,7 @@ void DistributedDataParallel::on_gradient_ready(std::size_t i) {
   }
   if (!sync_enabled_) return;
   --b.pending;
-  launch_ready_buckets();
+  if (overlap_) launch_ready_buckets();
 }
 
 void DistributedDataParallel::launch_ready_buckets() {

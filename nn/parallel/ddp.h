@@ -14,10 +14,11 @@ namespace ringgrad::nn::parallel {
 class DistributedDataParallel : public DataParallel {
  public:
   /// Buckets hold up to `bucket_cap_mb` MiB of gradients; the first (the last layers) only
-  /// `first_bucket_mb`, so communication starts early (PyTorch: 25 and 1).
+  /// `first_bucket_mb`, so communication starts early (PyTorch: 25 and 1). Without `overlap`
+  /// every bucket waits for the end of backward (for measuring what overlap hides).
   DistributedDataParallel(std::shared_ptr<Module> model, collectives::Communicator& comm,
                           std::vector<ParamGroup> groups, const OptimizerFactory& make_optimizer,
-                          double bucket_cap_mb = 25, double first_bucket_mb = 1);
+                          double bucket_cap_mb = 25, bool overlap = true, double first_bucket_mb = 1);
   std::string name() const override { return "ddp"; }
   void backward(const Tensor& loss) override;
   /// Zeroes the buckets; each gradient stays a view into its bucket.
@@ -44,6 +45,7 @@ class DistributedDataParallel : public DataParallel {
   std::vector<std::size_t> bucket_of_;     // param index -> bucket index
   std::vector<std::size_t> position_in_;   // param index -> position among its bucket's members
   std::size_t next_launch_ = 0;            // buckets start strictly in order, on every rank alike
+  bool overlap_;
 };
 
 }  // namespace ringgrad::nn::parallel
