@@ -210,6 +210,10 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   acc.print("trained {} iterations in {:.1f} s of steps ({:.1f} s wall): {:.0f} tokens/s\n", it - state.iter,
             train_seconds, wall, tokens_per_iter * static_cast<double>(it - state.iter) / train_seconds);
+  const auto use = dp->memory_use();  // measured before evaluation, with this step's gradients held
+  constexpr double kMiB = 1 << 20;
+  acc.print("model state on rank 0: parameters {:.2f} MiB, gradients {:.2f} MiB, optimizer {:.2f} MiB; peak RSS {:.0f} MiB\n",
+            use.params / kMiB, use.grads / kMiB, use.optimizer / kMiB, peak_rss_mib());
   evaluate(it);
   if (!paths.out.empty()) acc.print("saved {}\n", paths.out);
 

@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Data-parallel training on this machine, ringgrad beside PyTorch (Debian's python3-torch, gloo):
+# the baby GPT and the 784-256-10 MLP on 1 process and on 2, each strategy, same per-rank batch.
+#   scripts/compare_data_parallel.sh [BUILD_DIR] [GPT_ITERS]   -> a table on stdout
+set -euo pipefail
+cd "$(dirname "$0")/.."
+build=${1:-build}
+iters=${2:-150}
+run="$build/bin/ringgrad-run --nproc-per-node 2"
+shared=../shared  # the data and the PyTorch twins of the examples
+gpt="$build/bin/train_gpt --data $shared/data/tinyshakespeare.txt --config baby --max_iters $iters --eval_interval 1000000 --eval_iters 1 --sample_tokens 1"
+torch_gpt="/usr/bin/python3 $shared/reference/torch_gpt.py --no_eval --max_iters $iters"
+torch_mlp="/usr/bin/python3 $shared/reference/torch_mlp.py --epochs 1"
+gpt_row() {  # label, command...
+  local label=$1; shift
+  local out; out=$("$@" 2>&1)
+  local tps; tps=$(echo "$out" | grep -o "[0-9]* tokens/s" | tail -1 | awk '{print $1}')
+  local wait; wait=$(echo "$out" | grep -o "comm wait [0-9.]*%" | tail -1 | awk '{print $3}')
+  local mem; mem=$(echo "$out" | grep -o "parameters [0-9.]* MiB, gradients [0-9.]* MiB, optimizer [0-9.]* MiB; peak RSS [0-9]* MiB" | tail -1)
+  echo "| $label | $tps | ${wait:-} | ${mem:-} |"
+}
+
+echo "## GPT baby (n_layer 4, n_embd 128, T 64), 12 sequences per rank, $iters steps, 1 BLAS thread per process"
+echo "| run | tokens/s (all ranks) | comm wait | model state on rank 0 |"
+echo "|---|---|---|---|"
+gpt_row "ringgrad, 1 process" $gpt --batch_size 12
+for s in ddp-naive ddp zero1 zero2 fsdp; do gpt_row "ringgrad $s, 2 ranks" $run $gpt --batch_size 24 --strategy $s; done
+gpt_row "ringgrad ddp without overlap, 2 ranks" $run $gpt --batch_size 24 --strategy ddp --overlap false
+echo "| PyTorch, 1 process | $($torch_gpt 2>&1 | grep -o '"tokens_per_s_global": [0-9.]*' | awk '{printf "%.0f", $2}') | | |"
+echo "| PyTorch DDP (gloo), 2 processes | $($torch_gpt --world_size 2 2>&1 | grep -o '"tokens_per_s_global": [0-9.]*' | awk '{printf "%.0f", $2}') | | |"
+
+echo
+echo "## MLP 784-256-10 on Fashion-MNIST, 64 samples per rank, 1 epoch"
+echo "| run | samples/s (all ranks, last window) |"
+echo "|---|---|"
+mlp="$build/bin/train_mlp --epochs 1 --log-every 100000"
+echo "| ringgrad, 1 process | $($mlp --batch-size 64 | grep -o '[0-9]* samples/s' | tail -1) |"
+echo "| ringgrad ddp, 2 ranks | $($run $mlp --batch-size 128 | grep -o '[0-9]* samples/s' | tail -1) |"
+echo "| PyTorch, 1 process | $($torch_mlp | grep -o '"samples_per_s_global": [0-9.]*' | awk '{printf "%.0f", $2}') |"
+echo "| PyTorch DDP (gloo), 2 processes | $($torch_mlp --world_size 2 | grep -o '"samples_per_s_global": [0-9.]*' | awk '{printf "%.0f", $2}') |"
