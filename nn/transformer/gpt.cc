@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <limits>
 #include <stdexcept>
 #include <string>
@@ -13,7 +14,6 @@
 #include "autograd/ops.h"
 #include "autograd/transformer_ops.h"
 #include "tensor/elementwise.h"
-#include "tensor/view.h"
 
 namespace ringgrad::nn {
 
