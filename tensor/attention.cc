@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "tensor/gemm.h"
+#include "tensor/lanes.h"
 #include "tensor/view.h"
 
 namespace ringgrad::kernels {
@@ -80,11 +81,9 @@ AttentionOutput causal_attention(const Tensor& qkv_in, std::int64_t n_head) {
         gemm_strided<T>(false, true, d.t, d.t, d.hs, scale, q, row, k, row, p, d.t);  // S = Q K^T / sqrt(hs)
         for (std::int64_t t = 0; t < d.t; ++t) {  // causal softmax over j <= t, zero beyond
           T* pr = p + t * d.t;
-          const T mx = *std::max_element(pr, pr + t + 1);
+          const T mx = max_lanes(pr, t + 1);
           for (std::int64_t j = 0; j <= t; ++j) pr[j] = softmax_exp(pr[j] - mx);
-          T total = 0;
-          for (std::int64_t j = 0; j <= t; ++j) total += pr[j];
-          const T inv = 1 / total;
+          const T inv = 1 / sum_lanes<T>(t + 1, [&](std::int64_t j) { return pr[j]; });
           for (std::int64_t j = 0; j <= t; ++j) pr[j] *= inv;
           std::fill(pr + t + 1, pr + d.t, T(0));
         }
@@ -121,8 +120,7 @@ Tensor causal_attention_backward(const Tensor& dy_in, const Tensor& qkv_in, cons
         for (std::int64_t t = 0; t < d.t; ++t) {  // softmax backward on the causal prefix
           const T* pr = p + t * d.t;
           T* sr = ds + t * d.t;
-          T dot = 0;
-          for (std::int64_t j = 0; j <= t; ++j) dot += sr[j] * pr[j];
+          const T dot = sum_lanes<T>(t + 1, [&](std::int64_t j) { return sr[j] * pr[j]; });
           for (std::int64_t j = 0; j <= t; ++j) sr[j] = pr[j] * (sr[j] - dot);
           std::fill(sr + t + 1, sr + d.t, T(0));
         }

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "tensor/lanes.h"
 #include "tensor/view.h"
 
 namespace ringgrad::kernels {
@@ -16,22 +17,6 @@ void check_param(const Tensor& p, const Tensor& x, const char* what) {
                                             dtype_name(x.dtype()), x.size(-1), dtype_name(p.dtype()),
                                             shape_str(p.shape())));
   }
-}
-
-// sum of f(i) for i < n in 8 independent partial sums: a plain `s += f(i)` loop is one long
-// chain of dependent adds that the compiler may not reorder (no -ffast-math), so it neither
-// vectorises nor pipelines. The fixed-width inner loop does both.
-template <typename T, typename F>
-T sum_lanes(std::int64_t n, F f) {
-  T lane[8] = {};
-  std::int64_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    for (int l = 0; l < 8; ++l) lane[l] += f(i + l);
-  }
-  T s = 0;
-  for (; i < n; ++i) s += f(i);
-  for (int l = 0; l < 8; ++l) s += lane[l];
-  return s;
 }
 
 }  // namespace
