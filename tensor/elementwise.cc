@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <type_traits>
@@ -210,6 +211,18 @@ void mul_(const Tensor& dst, double value) {
   });
 }
 
-void fill_(const Tensor& dst, double value) { copy_(dst, Tensor::scalar(value, dst.dtype())); }
+void fill_(const Tensor& dst, double value) {
+  dispatch_all(dst.dtype(), [&]<typename T>() {
+    T* d = reinterpret_cast<T*>(dst.storage()->data());
+    const T v = static_cast<T>(value);
+    for_each_row<1>(dst.shape(), {dst.strides()}, {dst.offset()}, [&](auto off, std::int64_t n, auto step) {
+      if (step[0] == 1) {
+        std::fill(d + off[0], d + off[0] + n, v);  // zeroing a gradient bucket: a memset
+      } else {
+        for (std::int64_t j = 0; j < n; ++j) d[off[0] + j * step[0]] = v;
+      }
+    });
+  });
+}
 
 }  // namespace ringgrad::kernels

@@ -84,7 +84,9 @@ void DistributedDataParallel::on_gradient_ready(std::size_t i) {
 }
 
 void DistributedDataParallel::launch_ready_buckets() {
-  while (next_launch_ < buckets_.size() && buckets_[next_launch_].pending == 0) {
+  // The last bucket fills only as backward ends: nothing is left to overlap it with, so
+  // synchronize_gradients() reduces it on this thread instead of handing it to the worker.
+  while (next_launch_ + 1 < buckets_.size() && buckets_[next_launch_].pending == 0) {
     Bucket& b = buckets_[next_launch_++];
     if (comm_.world_size() == 1) continue;  // one rank: its gradient is already the average
     b.work = comm_.all_reduce_async(as_buffer(b.flat), as_buffer(b.flat), collectives::ReduceOp::AVG);
@@ -98,6 +100,11 @@ void DistributedDataParallel::synchronize_gradients() {
   // now (with whatever their gradients hold), in order, so no rank waits forever.
   for (auto& b : buckets_) b.pending = 0;
   launch_ready_buckets();
+  const Bucket& last = buckets_.back();
+  if (comm_.world_size() > 1) {
+    timed_wait([&] { comm_.all_reduce(as_buffer(last.flat), as_buffer(last.flat), collectives::ReduceOp::AVG); });
+    stats_.bytes += static_cast<double>(last.flat.numel()) * static_cast<double>(dtype_size(last.flat.dtype()));
+  }
   wait_all();
   for (auto& b : buckets_) b.pending = b.members.size();
   next_launch_ = 0;
