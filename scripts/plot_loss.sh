@@ -14,16 +14,19 @@ outdir, files = sys.argv[1], sys.argv[2:]
 plots = []
 for i, path in enumerate(files):
     label = os.path.splitext(os.path.basename(path))[0]
-    train, val = [], []
+    steps, evals, val = [], [], []  # per-step losses (train_gpt's "loss") or evaluations
     for line in open(path):
         row = json.loads(line)
         step = row.get("step", row.get("iter"))
         if step is None:
             continue
+        if "loss" in row:
+            steps.append((step, row["loss"]))
         if "train_loss" in row:
-            train.append((step, row["train_loss"]))
+            evals.append((step, row["train_loss"]))
         if "val_loss" in row:
             val.append((step, row["val_loss"]))
+    train = steps or evals
     for kind, points, style in (("train", train, "lines"), ("val", val, "linespoints")):
         if not points:
             continue
