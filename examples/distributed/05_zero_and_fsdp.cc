@@ -45,5 +45,7 @@ int main() {
     acc.print("{:<10} {:>12.0f} {:>12.0f} {:>12.0f} {:>12.0f} {:>14.2e}\n", strategy, use.params, use.grads, use.optimizer,
               use.params + use.grads + use.optimizer, diff);
   }
-  acc.print("With {} ranks, each sharded state is about 1/{} of DDP's.\n", acc.world_size(), acc.world_size());
+  acc.print("With {} ranks a sharded state is 1/{} of DDP's: the optimizer's from zero1 on (zero1 still keeps\n"
+            "the full gradients, beside the reduced shards), the gradients' from zero2, the parameters' with fsdp.\n",
+            acc.world_size(), acc.world_size());
 }

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
@@ -76,29 +77,38 @@ nn::data::Batch rows(const nn::data::Batch& b, std::int64_t start, std::int64_t 
   return {kernels::contiguous(kernels::narrow(b.x, 0, start, n)), kernels::contiguous(kernels::narrow(b.y, 0, start, n))};
 }
 
+// "--batch_size,--batch-size": nanoGPT's spelling, and the dashed one train_mlp and the
+// launcher use, both accepted.
+std::string flag(std::string name) {
+  std::string dashed = name;
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  return dashed == name ? "--" + name : "--" + name + ",--" + dashed;
+}
+
 // Every field of the config becomes a flag whose default is the preset's value.
 void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
-  app.add_option("--n_layer", c.model.n_layer, "Transformer blocks");
-  app.add_option("--n_head", c.model.n_head, "Attention heads per block");
-  app.add_option("--n_embd", c.model.n_embd, "Channels C");
-  app.add_option("--block_size", c.model.block_size, "Context length T");
-  app.add_option("--dropout", c.model.dropout, "Dropout probability");
-  app.add_option("--bias", c.model.bias, "Biases in Linear and LayerNorm (true/false)");
-  app.add_option("--tie_weights", c.model.tie_weights, "lm_head shares wte (true/false)");
-  app.add_option("--batch_size", c.batch_size, "Sequences per step B");
-  app.add_option("--max_iters", c.max_iters, "Training iterations");
-  app.add_option("--lr", c.lr, "Peak learning rate");
-  app.add_option("--min_lr", c.min_lr, "Learning rate at the end of the cosine decay");
-  app.add_option("--warmup_iters", c.warmup_iters, "Iterations of linear warmup");
-  app.add_option("--lr_decay_iters", c.lr_decay_iters, "Iteration where the cosine decay ends");
-  app.add_option("--beta1", c.beta1, "AdamW beta1");
-  app.add_option("--beta2", c.beta2, "AdamW beta2");
-  app.add_option("--weight_decay", c.weight_decay, "AdamW decoupled weight decay (2-D parameters only)");
-  app.add_option("--grad_clip", c.grad_clip, "Max global gradient norm (0: off)");
-  app.add_option("--eval_interval", c.eval_interval, "Iterations between evaluations")->check(CLI::PositiveNumber);
-  app.add_option("--eval_iters", c.eval_iters, "Batches per loss estimate")->check(CLI::PositiveNumber);
-  app.add_option("--log_interval", c.log_interval, "Iterations between progress lines")->check(CLI::PositiveNumber);
-  app.add_option("--seed", c.seed, "Seed of the weights, the batches and dropout");
+  app.add_option(flag("n_layer"), c.model.n_layer, "Transformer blocks");
+  app.add_option(flag("n_head"), c.model.n_head, "Attention heads per block");
+  app.add_option(flag("n_embd"), c.model.n_embd, "Channels C");
+  app.add_option(flag("block_size"), c.model.block_size, "Context length T");
+  app.add_option(flag("dropout"), c.model.dropout, "Dropout probability");
+  app.add_option(flag("bias"), c.model.bias, "Biases in Linear and LayerNorm (true/false)");
+  app.add_option(flag("tie_weights"), c.model.tie_weights, "lm_head shares wte (true/false)");
+  app.add_option(flag("batch_size"), c.batch_size,
+                 "Global batch: sequences per step over all ranks (each rank takes batch / ranks / accumulation)");
+  app.add_option(flag("max_iters"), c.max_iters, "Training iterations");
+  app.add_option(flag("lr"), c.lr, "Peak learning rate");
+  app.add_option(flag("min_lr"), c.min_lr, "Learning rate at the end of the cosine decay");
+  app.add_option(flag("warmup_iters"), c.warmup_iters, "Iterations of linear warmup");
+  app.add_option(flag("lr_decay_iters"), c.lr_decay_iters, "Iteration where the cosine decay ends");
+  app.add_option(flag("beta1"), c.beta1, "AdamW beta1");
+  app.add_option(flag("beta2"), c.beta2, "AdamW beta2");
+  app.add_option(flag("weight_decay"), c.weight_decay, "AdamW decoupled weight decay (2-D parameters only)");
+  app.add_option(flag("grad_clip"), c.grad_clip, "Max global gradient norm (0: off)");
+  app.add_option(flag("eval_interval"), c.eval_interval, "Iterations between evaluations")->check(CLI::PositiveNumber);
+  app.add_option(flag("eval_iters"), c.eval_iters, "Batches per loss estimate")->check(CLI::PositiveNumber);
+  app.add_option(flag("log_interval"), c.log_interval, "Iterations between progress lines")->check(CLI::PositiveNumber);
+  app.add_option(flag("seed"), c.seed, "Seed of the weights, the batches and dropout");
 }
 
 int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, const Distributed& dist) {
@@ -256,26 +266,27 @@ int main(int argc, char** argv) {
   Paths paths;
   Sampling sampling;
   int threads = 1;
-  CLI::App app{"Train a character-level GPT on a text file"};
-  app.add_option("--config", preset, "Preset: baby (nanoGPT's CPU recipe) or tiny (a smoke test)");
-  app.add_option("--data", paths.data, "Text corpus: first 90% train, last 10% validation");
-  app.add_option("--log", paths.log, "Write JSON lines here (appended to on --resume)");
-  app.add_option("--out", paths.out, "Checkpoint (.safetensors), written at each evaluation and at the end");
-  app.add_option("--resume", paths.resume, "Continue from this checkpoint (model, optimizer, iteration, RNG)");
-  app.add_option("--threads", threads, "BLAS threads per process")->check(CLI::PositiveNumber);
+  CLI::App app{"Train a character-level GPT on a text file, on one process or several (under ringgrad-run)"};
+  app.option_defaults()->always_capture_default();
+  app.add_option(flag("config"), preset, "Preset: baby (nanoGPT's CPU recipe) or tiny (a smoke test)");
+  app.add_option(flag("data"), paths.data, "Text corpus: first 90% train, last 10% validation");
+  app.add_option(flag("log"), paths.log, "Write JSON lines here (appended to on --resume)");
+  app.add_option(flag("out"), paths.out, "Checkpoint (.safetensors), written at each evaluation and at the end");
+  app.add_option(flag("resume"), paths.resume, "Continue from this checkpoint (model, optimizer, iteration, RNG)");
+  app.add_option(flag("threads"), threads, "BLAS threads per process")->check(CLI::PositiveNumber);
   Distributed dist;
-  app.add_option("--strategy", dist.strategy, "Data parallelism: ddp-naive, ddp, zero1, zero2, fsdp")
+  app.add_option(flag("strategy"), dist.strategy, "Data parallelism: ddp-naive, ddp, zero1, zero2, fsdp")
       ->check(CLI::IsMember({"ddp-naive", "ddp", "zero1", "zero2", "fsdp"}));
-  app.add_option("--bucket_cap_mb", dist.bucket_cap_mb, "DDP bucket size in MiB");
-  app.add_option("--overlap", dist.overlap, "DDP: all-reduce buckets during backward (true) or after it (false)");
-  app.add_option("--accumulation", dist.accumulation, "Micro-batches per step (gradient accumulation)")
+  app.add_option(flag("bucket_cap_mb"), dist.bucket_cap_mb, "DDP bucket size in MiB");
+  app.add_option(flag("overlap"), dist.overlap, "DDP: all-reduce buckets during backward (true) or after it (false)");
+  app.add_option(flag("accumulation"), dist.accumulation, "Micro-batches per step (gradient accumulation)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--time_budget", dist.time_budget, "Train for this many seconds (the schedule follows the elapsed "
+  app.add_option(flag("time_budget"), dist.time_budget, "Train for this many seconds (the schedule follows the elapsed "
                                                     "fraction), then evaluate; overrides max_iters")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--sample_tokens", sampling.tokens, "Characters to generate at the end");
-  app.add_option("--temperature", sampling.temperature, "Sampling temperature")->check(CLI::PositiveNumber);
-  app.add_option("--top_k", sampling.top_k, "Sample among the k likeliest characters (0: all)");
+  app.add_option(flag("sample_tokens"), sampling.tokens, "Characters to generate at the end");
+  app.add_option(flag("temperature"), sampling.temperature, "Sampling temperature")->check(CLI::PositiveNumber);
+  app.add_option(flag("top_k"), sampling.top_k, "Sample among the k likeliest characters (0: all)");
   add_config_flags(app, cfg);
   CLI11_PARSE(app, argc, argv);
 

@@ -181,6 +181,7 @@ int run(const Options& opt) {
 int main(int argc, char** argv) {
   Options opt;
   CLI::App app{"Train a multilayer perceptron on Fashion-MNIST, on one process or several (under ringgrad-run)"};
+  app.option_defaults()->always_capture_default();
   app.add_option("--data", opt.data_dir, "Folder with the Fashion-MNIST .gz files");
   app.add_option("--epochs", opt.epochs, "Passes over the training set")->check(CLI::PositiveNumber);
   app.add_option("--batch-size", opt.batch_size, "Global batch: samples per step over all ranks")->check(CLI::PositiveNumber);
