@@ -219,7 +219,7 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
         c.exited = true;
         if (!failed(c.status)) continue;
         std::string what = fmt::format("rank {} (pid {}) {}", c.spec.rank, c.pid, describe_status(c.status));
-        if (stopping) write_all(2, fmt::format("ringgrad-run: {}\n", what));
+        if (stopping) write_all(2, fmt::format("ringgrad-run: while stopping: {}\n", what));
         else begin_stop(what, WIFSIGNALED(c.status) ? 128 + WTERMSIG(c.status) : WEXITSTATUS(c.status));
       }
     }
