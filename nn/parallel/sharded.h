@@ -40,8 +40,7 @@ class ShardedDataParallel : public DataParallel {
   /// The inverse: all-gather a shard-sized tensor of parameter i back to its full shape.
   Tensor gather_full(std::size_t i, const Tensor& shard);
 
-  /// The optimizer's tensor for parameter i (its shard).
-  Tensor& shard(std::size_t i) { return shards_[i]; }
+  /// The optimizer's tensor for each parameter: this rank's shard of it.
   std::vector<Tensor> shards_;
 
  private:

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include "tensor/view.h"
-
 namespace ringgrad::nn::parallel {
 
 ZeroDataParallel::ZeroDataParallel(std::shared_ptr<Module> model, collectives::Communicator& comm,
