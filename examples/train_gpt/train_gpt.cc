@@ -228,6 +228,7 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
   if (!paths.out.empty()) acc.print("saved {}\n", paths.out);
 
   // Sample from a whole copy of the model on rank 0 (sharded strategies hold only pieces).
+  if (sampling.tokens == 0) return 0;
   const nn::StateDict full = dp->full_state_dict();
   if (!acc.is_main_process()) return 0;
   nn::GPT sampler(cfg.model);
@@ -284,7 +285,8 @@ int main(int argc, char** argv) {
   app.add_option(flag("time_budget"), dist.time_budget, "Train for this many seconds (the schedule follows the elapsed "
                                                     "fraction), then evaluate; overrides max_iters")
       ->check(CLI::NonNegativeNumber);
-  app.add_option(flag("sample_tokens"), sampling.tokens, "Characters to generate at the end");
+  app.add_option(flag("sample_tokens"), sampling.tokens, "Characters to generate at the end (0: no sample)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option(flag("temperature"), sampling.temperature, "Sampling temperature")->check(CLI::PositiveNumber);
   app.add_option(flag("top_k"), sampling.top_k, "Sample among the k likeliest characters (0: all)");
   add_config_flags(app, cfg);
