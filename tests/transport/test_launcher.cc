@@ -69,6 +69,22 @@ TEST_CASE("ringgrad-run gives each rank torchrun's environment and prefixes its 
   }
 }
 
+TEST_CASE("ringgrad-run passes on a line without end in pieces instead of holding it all") {
+  // 300,000 bytes and no newline: at most 64 KiB is held back at a time.
+  Outcome o = sh(run + " --nproc-per-node 1 -- sh -c 'head -c 300000 /dev/zero | tr \"\\\\0\" x'");
+  REQUIRE(o.exit_code == 0);
+  std::size_t xs = 0, lines = 0, longest = 0;
+  std::istringstream text(o.out);
+  for (std::string line; std::getline(text, line); ++lines) {
+    CHECK(line.rfind("[rank 0] ", 0) == 0);
+    xs += static_cast<std::size_t>(std::count(line.begin(), line.end(), 'x'));
+    longest = std::max(longest, line.size());
+  }
+  CHECK(xs == 300000);
+  CHECK(lines >= 3);  // 300,000 bytes in pieces of 64-128 KiB
+  CHECK(longest <= (64u << 10) + 65536 + 9);  // the held piece plus at most one read
+}
+
 TEST_CASE("ringgrad-run stops the other ranks when one fails and reports it") {
   // The siblings would sleep for a minute; the launcher must stop them (and what they started).
   Outcome o = sh(run + " --nproc-per-node 4 --grace 1 sh -c 'if [ $RANK = 2 ]; then exit 7; fi; sleep 60'");

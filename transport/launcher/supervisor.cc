@@ -53,6 +53,9 @@ void write_all(int fd, std::string_view text) {
   }
 }
 
+// Longest piece of a rank's output held back waiting for its newline, in bytes.
+constexpr size_t kMaxLine = 64 << 10;
+
 // Reads what is there (the pipe is non-blocking) and writes each complete line with the
 // prefix. Returns whether it read anything; closes the stream at EOF.
 bool pump(Stream& s, int rank) {
@@ -65,7 +68,11 @@ bool pump(Stream& s, int rank) {
   for (size_t nl; (nl = s.partial.find('\n', start)) != std::string::npos; start = nl + 1)
     lines += fmt::format("[rank {}] {}\n", rank, std::string_view(s.partial).substr(start, nl - start));
   s.partial.erase(0, start);
-  if (n <= 0 && !s.partial.empty()) lines += fmt::format("[rank {}] {}\n", rank, std::exchange(s.partial, {}));
+  // At EOF the last piece goes out as a line; so does a piece that reaches kMaxLine, so a rank
+  // that never ends its line (a progress bar redrawn with '\r') cannot grow this buffer forever.
+  if ((n <= 0 || s.partial.size() >= kMaxLine) && !s.partial.empty()) {
+    lines += fmt::format("[rank {}] {}\n", rank, std::exchange(s.partial, {}));
+  }
   write_all(s.out, lines);
   if (n > 0) return true;
   ::close(s.fd);
