@@ -24,7 +24,7 @@ for ((i = 1; i <= rounds; i++)); do
   launch "$build/bin/gloo_all_reduce_perf" -b 8 -e 64M -f 2 -n 20 -w 5 -a auto,ring,hd,tree --json "$out/all_reduce_ours_gloo_$i.json"
   # torch_allreduce.py steps by 4: from 8 B it visits odd powers of two, from 4 B the even ones.
   for min in 8 4; do
-    /usr/bin/python3 /work/shared/reference/torch_allreduce.py --nproc 2 --min_bytes $min --max_bytes 67108864 \
+    /usr/bin/python3 ../shared/reference/torch_allreduce.py --nproc 2 --min_bytes $min --max_bytes 67108864 \
       --port $((30000 + RANDOM % 20000)) --json_out "$out/all_reduce_torch_${min}_$i.json"
     files+=("$out/all_reduce_torch_${min}_$i.json")
   done
