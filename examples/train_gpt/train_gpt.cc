@@ -10,7 +10,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <sys/resource.h>
 
 #include <algorithm>
 #include <chrono>
@@ -21,7 +20,6 @@
 #include "nn/data/char_dataset.h"
 #include "nn/data/idx.h"
 #include "nn/parallel/accelerator.h"
-#include "nn/parallel/tensor_buffer.h"
 #include "nn/transformer/checkpoint.h"
 #include "nn/transformer/train_config.h"
 #include "nn/transformer/train_step.h"
@@ -52,25 +50,6 @@ struct Distributed {
   std::int64_t accumulation = 1;  // micro-batches per step; all but the last under no_sync()
   double time_budget = 0;         // seconds of training; 0: max_iters decides
 };
-
-double peak_rss_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;
-}
-
-// Rank 0's value on every rank, so that all ranks take decisions (stop now?) together.
-double from_rank0(parallel::Accelerator& acc, double value) {
-  Tensor t = Tensor::full({1}, value, DType::Float64);
-  acc.comm().broadcast(parallel::as_buffer(t), parallel::as_buffer(t), 0);
-  return t.item<double>();
-}
-
-double mean_over_ranks(parallel::Accelerator& acc, double value) {
-  Tensor t = Tensor::full({1}, value, DType::Float64);
-  acc.comm().all_reduce(parallel::as_buffer(t), parallel::as_buffer(t), collectives::ReduceOp::AVG);
-  return t.item<double>();
-}
 
 // Rows [start, start + n) of a batch.
 nn::data::Batch rows(const nn::data::Batch& b, std::int64_t start, std::int64_t n) {
@@ -176,7 +155,7 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
     // training stops when it is spent; rank 0's clock decides for all.
     const double elapsed =
         dist.time_budget > 0
-            ? from_rank0(acc, std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count())
+            ? acc.broadcast_from_main(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count())
             : 0;
     const bool done = dist.time_budget > 0 ? elapsed >= dist.time_budget : it >= cfg.max_iters;
     if (!done && it % cfg.eval_interval == 0 && dist.time_budget == 0) evaluate(it);
@@ -208,13 +187,13 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
     comm_wait_seconds += dp->stats().wait_seconds - wait0;
 
     if (it % cfg.log_interval == 0) {
-      const double loss = mean_over_ranks(acc, loss_sum);
+      const double loss = acc.mean(loss_sum);
       const double comm_share = comm_wait_seconds / train_seconds;
       acc.print("iter {:5d}: loss {:.4f}, lr {:.2e}, {:.1f} ms/iter, {:.0f} tokens/s, comm wait {:.1f}%, peak {:.0f} MiB\n",
-                it, loss, lr, ms, tokens_per_iter / ms * 1e3, 100 * comm_share, peak_rss_mib());
+                it, loss, lr, ms, tokens_per_iter / ms * 1e3, 100 * comm_share, parallel::peak_rss_mib());
       write_log({{"iter", it}, {"loss", loss}, {"lr", lr}, {"grad_norm", grad_norm}, {"ms", ms},
                  {"tokens_per_s", tokens_per_iter / ms * 1e3}, {"comm_wait_share", comm_share},
-                 {"peak_rss_mib", peak_rss_mib()}});
+                 {"peak_rss_mib", parallel::peak_rss_mib()}});
     }
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
@@ -223,7 +202,7 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
   const auto use = dp->memory_use();  // measured before evaluation, with this step's gradients held
   constexpr double kMiB = 1 << 20;
   acc.print("model state on rank 0: parameters {:.2f} MiB, gradients {:.2f} MiB, optimizer {:.2f} MiB; peak RSS {:.0f} MiB\n",
-            use.params / kMiB, use.grads / kMiB, use.optimizer / kMiB, peak_rss_mib());
+            use.params / kMiB, use.grads / kMiB, use.optimizer / kMiB, parallel::peak_rss_mib());
   evaluate(it);
   if (!paths.out.empty()) acc.print("saved {}\n", paths.out);
 

@@ -6,7 +6,6 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
-#include <sys/resource.h>
 
 #include <chrono>
 #include <fstream>
@@ -20,7 +19,6 @@
 #include "nn/linear.h"
 #include "nn/optim.h"
 #include "nn/parallel/accelerator.h"
-#include "nn/parallel/tensor_buffer.h"
 #include "tensor/elementwise.h"
 #include "tensor/random.h"
 #include "tensor/reduce.h"
@@ -56,12 +54,6 @@ struct Evaluation {
   double accuracy = 0, loss = 0;
 };
 
-double peak_rss_mib() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return static_cast<double>(usage.ru_maxrss) / 1024.0;
-}
-
 // Accuracy and mean loss over the whole test set, in batches of 1000, without a graph. Every
 // rank evaluates it all (sharded strategies need every rank in each forward).
 Evaluation evaluate(nn::Module& model, const data::ImageDataset& ds) {
@@ -78,13 +70,6 @@ Evaluation evaluate(nn::Module& model, const data::ImageDataset& ds) {
   }
   model.train();
   return {e.accuracy / static_cast<double>(n), e.loss / static_cast<double>(n)};
-}
-
-// The mean of a per-rank value over all ranks (for the progress line).
-double mean_over_ranks(parallel::Accelerator& acc, double value) {
-  Tensor t = Tensor::full({1}, value, DType::Float64);
-  acc.comm().all_reduce(parallel::as_buffer(t), parallel::as_buffer(t), collectives::ReduceOp::AVG);
-  return t.item<double>();
 }
 
 int run(const Options& opt) {
@@ -151,13 +136,13 @@ int run(const Options& opt) {
         const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
         const double samples_per_s = static_cast<double>(window_samples) / seconds;
         const double comm_share = dp->stats().wait_seconds / seconds;
-        const double global_loss = mean_over_ranks(acc, loss_value);
+        const double global_loss = acc.mean(loss_value);
         acc.print("epoch {} step {:>5} ({:>4}/{}) loss {:.4f} {:>8.0f} samples/s comm wait {:>4.1f}% peak {:.0f} MiB\n",
-                  epoch + 1, step, b + 1, batches.size(), global_loss, samples_per_s, 100 * comm_share, peak_rss_mib());
+                  epoch + 1, step, b + 1, batches.size(), global_loss, samples_per_s, 100 * comm_share, parallel::peak_rss_mib());
         if (log) {
           log << nlohmann::json{{"step", step}, {"epoch", epoch + 1}, {"train_loss", global_loss},
                                 {"samples_per_s", samples_per_s}, {"comm_wait_share", comm_share},
-                                {"peak_rss_mib", peak_rss_mib()}}
+                                {"peak_rss_mib", parallel::peak_rss_mib()}}
               << "\n";
         }
         dp->reset_stats();

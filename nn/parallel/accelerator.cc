@@ -1,8 +1,11 @@
 #include "nn/parallel/accelerator.h"
 
+#include <sys/resource.h>
+
 #include <cstdlib>
 #include <stdexcept>
 
+#include "nn/parallel/tensor_buffer.h"
 #include "nn/safetensors.h"
 
 namespace ringgrad::nn::parallel {
@@ -43,6 +46,24 @@ std::string Accelerator::batch_split(std::int64_t global_batch, std::int64_t acc
   return fmt::format("global batch {} = {} rank{} x {} x {} accumulation step{}", global_batch, world_size(),
                      world_size() == 1 ? "" : "s", local_batch(global_batch, accumulation_steps), accumulation_steps,
                      accumulation_steps == 1 ? "" : "s");
+}
+
+double Accelerator::mean(double value) {
+  Tensor t = Tensor::full({1}, value, DType::Float64);
+  comm_->all_reduce(as_buffer(t), as_buffer(t), collectives::ReduceOp::AVG);
+  return t.item<double>();
+}
+
+double Accelerator::broadcast_from_main(double value) {
+  Tensor t = Tensor::full({1}, value, DType::Float64);
+  comm_->broadcast(as_buffer(t), as_buffer(t), 0);
+  return t.item<double>();
+}
+
+double peak_rss_mib() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
 }
 
 void Accelerator::save(DataParallel& dp, const std::string& path, const std::map<std::string, std::string>& metadata) {

@@ -48,6 +48,11 @@ class Accelerator {
   /// "global batch 12 = 2 ranks x 6 x 1 accumulation step".
   std::string batch_split(std::int64_t global_batch, std::int64_t accumulation_steps = 1) const;
 
+  /// Collective: the mean of `value` over all ranks (e.g. the loss for a progress line).
+  double mean(double value);
+  /// Collective: rank 0's `value` on every rank, so that all ranks decide alike (stop now?).
+  double broadcast_from_main(double value);
+
   /// Collective: gathers the full training state to rank 0, which writes it to `path`
   /// (.safetensors) with `metadata`. Throws std::runtime_error when the file cannot be written.
   void save(DataParallel& dp, const std::string& path, const std::map<std::string, std::string>& metadata = {});
@@ -58,5 +63,8 @@ class Accelerator {
  private:
   std::unique_ptr<collectives::Communicator> comm_;
 };
+
+/// The largest resident set size this process has had so far, in MiB (getrusage).
+double peak_rss_mib();
 
 }  // namespace ringgrad::nn::parallel
