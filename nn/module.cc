@@ -103,4 +103,13 @@ void Module::zero_grad() {
   for (Tensor p : parameters()) p.set_grad(Tensor());
 }
 
+void Module::to(Device device) {
+  // Moving each storage in place (not each handle) keeps every view of it, tied weights included.
+  for (const Tensor& p : parameters()) {
+    p.storage()->move_to(device);
+    if (p.grad().defined()) p.grad().storage()->move_to(device);
+  }
+  for (const auto& [name, b] : named_buffers()) b.storage()->move_to(device);
+}
+
 }  // namespace ringgrad::nn

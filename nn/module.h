@@ -60,6 +60,11 @@ class Module {
   /// Resets every parameter's gradient to undefined (PyTorch's set_to_none=True).
   void zero_grad();
 
+  /// Moves every parameter, gradient and buffer to `device` in place: the handles stay the same,
+  /// so tied weights stay tied. Create the optimizer after this (its state follows the
+  /// parameters' device). Throws std::runtime_error when the GPU is unusable.
+  void to(Device device);
+
  protected:
   /// Registers a parameter (marks it requires_grad) and returns the handle to keep.
   Tensor register_parameter(std::string name, Tensor t);

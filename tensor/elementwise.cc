@@ -7,6 +7,7 @@
 #include <numbers>
 #include <type_traits>
 
+#include "tensor/cuda_kernels.h"
 #include "tensor/strided_loop.h"
 #include "tensor/view.h"
 
@@ -212,6 +213,7 @@ void mul_(const Tensor& dst, double value) {
 }
 
 void fill_(const Tensor& dst, double value) {
+  RINGGRAD_ON_CUDA(dst, cuda::fill_(dst, value));
   dispatch_all(dst.dtype(), [&]<typename T>() {
     T* d = reinterpret_cast<T*>(dst.storage()->data());
     const T v = static_cast<T>(value);

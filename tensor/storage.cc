@@ -5,31 +5,58 @@
 #include <cstring>
 #include <new>
 
+#include "tensor/cuda_runtime.h"
+
 namespace ringgrad {
 
 // 64 bytes: a cache line, and enough for any SIMD load the compiler or BLAS may use.
 constexpr std::size_t kAlignment = 64;
 
-namespace {
-std::byte* allocate(std::size_t nbytes, bool zeroed) {
+Storage::Memory Storage::allocate(std::size_t nbytes, bool zeroed, Device device) {
+  if (device.is_cuda()) {
+    return Memory(static_cast<std::byte*>(cuda::allocate(nbytes, device.index, zeroed)), Free{device, nbytes});
+  }
   const std::size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
   void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
   if (p == nullptr) throw std::bad_alloc();
   if (zeroed) std::memset(p, 0, rounded);
-  return static_cast<std::byte*>(p);
+  return Memory(static_cast<std::byte*>(p), Free{device, nbytes});
 }
-}  // namespace
 
-Storage::Storage(std::size_t nbytes, bool zeroed) : data_(allocate(nbytes, zeroed)), nbytes_(nbytes) {}
+Storage::Storage(std::size_t nbytes, bool zeroed, Device device)
+    : data_(allocate(nbytes, zeroed, device)), nbytes_(nbytes) {}
+
+// Copies between any two of CPU and GPU memory.
+static void copy_bytes(std::byte* dst, Device dst_device, const std::byte* src, Device src_device, std::size_t n) {
+  if (n == 0) return;
+  if (dst_device.is_cpu() && src_device.is_cpu()) {
+    std::memcpy(dst, src, n);
+  } else {
+    cuda::copy(dst, src, n, (dst_device.is_cuda() ? dst_device : src_device).index);
+  }
+}
 
 void Storage::resize(std::size_t nbytes) {
   if (nbytes == nbytes_) return;
-  std::unique_ptr<std::byte[], Free> fresh(allocate(nbytes, true));
-  std::memcpy(fresh.get(), data_.get(), std::min(nbytes, nbytes_));
+  Memory fresh = allocate(nbytes, true, device());
+  copy_bytes(fresh.get(), device(), data_.get(), device(), std::min(nbytes, nbytes_));
   data_ = std::move(fresh);
   nbytes_ = nbytes;
 }
 
-void Storage::Free::operator()(std::byte* p) const { std::free(p); }
+void Storage::move_to(Device target) {
+  if (target == device()) return;
+  Memory fresh = allocate(nbytes_, false, target);
+  copy_bytes(fresh.get(), target, data_.get(), device(), nbytes_);
+  data_ = std::move(fresh);
+}
+
+void Storage::Free::operator()(std::byte* p) const {
+  if (device.is_cuda()) {
+    cuda::deallocate(p, nbytes, device.index);
+  } else {
+    std::free(p);
+  }
+}
 
 }  // namespace ringgrad

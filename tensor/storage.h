@@ -4,18 +4,24 @@
 #include <cstddef>
 #include <memory>
 
+#include "tensor/device.h"
+
 namespace ringgrad {
 
-/// A 64-byte-aligned buffer of `nbytes` bytes on the CPU, zero-initialised unless `zeroed` is
-/// false (for outputs a kernel overwrites entirely: clearing them first costs a pass over memory).
-/// Shared through std::shared_ptr: it lives as long as the last tensor that views it.
+/// A buffer of `nbytes` bytes on `device` (64-byte aligned on the CPU; from the caching
+/// allocator on a GPU), zero-initialised unless `zeroed` is false (for outputs a kernel
+/// overwrites entirely: clearing them first costs a pass over memory). Shared through
+/// std::shared_ptr: it lives as long as the last tensor that views it. Throws
+/// std::runtime_error for a GPU when ringgrad has no CUDA or the GPU is out of memory.
 class Storage {
  public:
-  explicit Storage(std::size_t nbytes, bool zeroed = true);
+  explicit Storage(std::size_t nbytes, bool zeroed = true, Device device = kCPU);
 
+  /// Host pointer on the CPU, device pointer on a GPU.
   std::byte* data() { return data_.get(); }
   const std::byte* data() const { return data_.get(); }
   std::size_t nbytes() const { return nbytes_; }
+  Device device() const { return data_.get_deleter().device; }
 
   /// Reallocates to `nbytes`, keeping the first min(old, new) bytes and zeroing the rest;
   /// 0 frees the memory. Tensors viewing this storage stay attached to it, as with PyTorch's
@@ -23,11 +29,20 @@ class Storage {
   /// between uses and refills it in place. A view must not be read while it lies past nbytes.
   void resize(std::size_t nbytes);
 
+  /// Moves the bytes to `device` in place: every tensor viewing this storage (tied weights,
+  /// optimizer references) follows, as Module::to needs.
+  void move_to(Device device);
+
  private:
   struct Free {
+    Device device;
+    std::size_t nbytes;
     void operator()(std::byte* p) const;
   };
-  std::unique_ptr<std::byte[], Free> data_;
+  using Memory = std::unique_ptr<std::byte[], Free>;
+  static Memory allocate(std::size_t nbytes, bool zeroed, Device device);
+
+  Memory data_;
   std::size_t nbytes_;
 };
 

@@ -4,7 +4,10 @@
 
 #include <cstring>
 
+#include "tensor/cuda_runtime.h"
+#include "tensor/elementwise.h"
 #include "tensor/strided_loop.h"
+#include "tensor/view.h"
 
 namespace ringgrad {
 
@@ -20,28 +23,25 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides,
   }
 }
 
-Tensor Tensor::zeros(const Shape& shape, DType dtype) {
+Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
   const auto bytes = static_cast<std::size_t>(ringgrad::numel(shape)) * dtype_size(dtype);
-  return Tensor(std::make_shared<Storage>(bytes), shape, contiguous_strides(shape), 0, dtype);
+  return Tensor(std::make_shared<Storage>(bytes, true, device), shape, contiguous_strides(shape), 0, dtype);
 }
 
-Tensor Tensor::empty(const Shape& shape, DType dtype) {
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   const auto bytes = static_cast<std::size_t>(ringgrad::numel(shape)) * dtype_size(dtype);
-  return Tensor(std::make_shared<Storage>(bytes, false), shape, contiguous_strides(shape), 0, dtype);
+  return Tensor(std::make_shared<Storage>(bytes, false, device), shape, contiguous_strides(shape), 0, dtype);
 }
 
-Tensor Tensor::ones(const Shape& shape, DType dtype) { return full(shape, 1.0, dtype); }
+Tensor Tensor::ones(const Shape& shape, DType dtype, Device device) { return full(shape, 1.0, dtype, device); }
 
-Tensor Tensor::full(const Shape& shape, double value, DType dtype) {
-  Tensor t = zeros(shape, dtype);
-  dispatch_all(dtype, [&]<typename T>() {
-    T* p = t.data<T>();
-    for (std::int64_t i = 0; i < t.numel(); ++i) p[i] = static_cast<T>(value);
-  });
+Tensor Tensor::full(const Shape& shape, double value, DType dtype, Device device) {
+  Tensor t = empty(shape, dtype, device);
+  kernels::fill_(t, value);
   return t;
 }
 
-Tensor Tensor::scalar(double value, DType dtype) { return full({}, value, dtype); }
+Tensor Tensor::scalar(double value, DType dtype, Device device) { return full({}, value, dtype, device); }
 
 Tensor Tensor::arange(std::int64_t n, DType dtype) {
   Tensor t = zeros({n}, dtype);
@@ -79,6 +79,16 @@ bool Tensor::is_contiguous() const {
   return true;
 }
 
+Tensor Tensor::to(Device target) const {
+  if (device() == target) return *this;
+  const Tensor source = kernels::contiguous(*this);
+  Tensor out = empty(shape_, dtype_, target);
+  // One side is a GPU (the devices differ); cuda::copy moves bytes either way.
+  cuda::copy(out.raw_data(), source.raw_data(), static_cast<std::size_t>(numel()) * dtype_size(dtype_),
+             (target.is_cuda() ? target : device()).index);
+  return out;
+}
+
 void* Tensor::raw_data() const {
   return storage_->data() + static_cast<std::size_t>(offset_) * dtype_size(dtype_);
 }
@@ -89,6 +99,7 @@ T Tensor::item() const {
     throw std::invalid_argument("Tensor::item: tensor of shape " + shape_str(shape_) +
                                 " has more than one element");
   }
+  if (is_cuda()) return cpu().item<T>();
   return dispatch_all(dtype_, [&]<typename S>() { return static_cast<T>(*data<S>()); });
 }
 template float Tensor::item() const;
@@ -97,6 +108,7 @@ template std::int64_t Tensor::item() const;
 
 template <typename T>
 std::vector<T> Tensor::to_vector() const {
+  if (is_cuda()) return cpu().to_vector<T>();
   std::vector<T> out;
   out.reserve(static_cast<std::size_t>(numel()));
   dispatch_all(dtype_, [&]<typename S>() {

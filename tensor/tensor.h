@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "tensor/device.h"
 #include "tensor/dtype.h"
 #include "tensor/shape.h"
 #include "tensor/storage.h"
@@ -30,18 +31,18 @@ class Tensor {
   Tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides, std::int64_t offset,
          DType dtype);
 
-  // --- Factories (contiguous, on the CPU) -------------------------------------------------
+  // --- Factories (contiguous; on the CPU unless a device is given) ------------------------
   /// Zero-filled tensor of `shape`.
-  static Tensor zeros(const Shape& shape, DType dtype = DType::Float32);
+  static Tensor zeros(const Shape& shape, DType dtype = DType::Float32, Device device = kCPU);
   /// Uninitialised tensor of `shape` (torch.empty), for results a kernel writes in full.
-  static Tensor empty(const Shape& shape, DType dtype = DType::Float32);
-  static Tensor ones(const Shape& shape, DType dtype = DType::Float32);
-  static Tensor full(const Shape& shape, double value, DType dtype = DType::Float32);
+  static Tensor empty(const Shape& shape, DType dtype = DType::Float32, Device device = kCPU);
+  static Tensor ones(const Shape& shape, DType dtype = DType::Float32, Device device = kCPU);
+  static Tensor full(const Shape& shape, double value, DType dtype = DType::Float32, Device device = kCPU);
   /// A 0-d tensor holding `value`.
-  static Tensor scalar(double value, DType dtype = DType::Float32);
+  static Tensor scalar(double value, DType dtype = DType::Float32, Device device = kCPU);
   /// [0, 1, ..., n-1].
   static Tensor arange(std::int64_t n, DType dtype = DType::Int64);
-  /// Copies `values` (row-major) into a new tensor of `shape`; throws if the counts differ.
+  /// Copies `values` (row-major) into a new CPU tensor of `shape`; throws if the counts differ.
   template <typename T>
   static Tensor from_vector(const std::vector<T>& values, const Shape& shape);
 
@@ -58,16 +59,25 @@ class Tensor {
   /// True when the elements are laid out row-major with no gaps.
   bool is_contiguous() const;
   const std::shared_ptr<Storage>& storage() const { return storage_; }
+  /// Where the elements live (the CPU for an undefined tensor).
+  Device device() const { return storage_ ? storage_->device() : kCPU; }
+  bool is_cuda() const { return device().is_cuda(); }
+
+  /// A contiguous copy on `device` with no autograd history, or this tensor itself when it is
+  /// already there (PyTorch's to(device)). Throws std::runtime_error when the GPU is unusable.
+  Tensor to(Device device) const;
+  Tensor cpu() const { return to(kCPU); }
 
   // --- Data access --------------------------------------------------------------------------
-  /// Pointer to the first element; throws if T does not match dtype().
+  /// Pointer to the first element (a device pointer for a GPU tensor); throws if T does not
+  /// match dtype().
   template <typename T>
   T* data() const;
   void* raw_data() const;
-  /// The value of a one-element tensor, converted to T.
+  /// The value of a one-element tensor, converted to T (copied from the GPU if need be).
   template <typename T>
   T item() const;
-  /// All elements in row-major order, converted to T (for tests and printing).
+  /// All elements in row-major order, converted to T (for tests and printing; any device).
   template <typename T>
   std::vector<T> to_vector() const;
 

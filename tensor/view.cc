@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <stdexcept>
 
+#include "tensor/cuda_kernels.h"
 #include "tensor/strided_loop.h"
 
 namespace ringgrad::kernels {
@@ -127,12 +128,14 @@ Tensor contiguous(const Tensor& t) { return t.is_contiguous() ? t : clone(t); }
 Tensor clone(const Tensor& t) { return to_dtype(t, t.dtype()); }
 
 Tensor to_dtype(const Tensor& t, DType dtype) {
-  Tensor out = Tensor::zeros(t.shape(), dtype);
+  Tensor out = Tensor::empty(t.shape(), dtype, t.device());
   copy_(out, t);
   return out;
 }
 
 void copy_(const Tensor& dst, const Tensor& src) {
+  RINGGRAD_ON_CUDA(dst, cuda::copy_(dst, src));
+  if (src.is_cuda()) return copy_(dst, src.cpu());
   const Tensor from = expand(src, dst.shape());
   dispatch_all(dst.dtype(), [&]<typename D>() {
     dispatch_all(from.dtype(), [&]<typename S>() {

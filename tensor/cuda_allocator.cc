@@ -1,0 +1,109 @@
+// Caching allocator for tensor memory on GPUs. cudaMalloc and cudaFree are slow (cudaFree waits
+// for the whole device), and a training step allocates the same sizes every iteration, so a
+// freed block is kept in a free list of its size and handed to the next request of that size.
+// Sizes are rounded up (512 B below 1 MiB, 2 MiB above) so that near sizes share blocks. Reuse
+// needs no events because all tensor kernels of a device run on one stream (cuda_common.h).
+// Memory is plain cudaMalloc, never managed memory.
+#include <fmt/format.h>
+
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <unordered_map>
+#include <vector>
+
+#include "tensor/cuda_common.h"
+#include "tensor/cuda_runtime.h"
+
+namespace ringgrad::cuda {
+namespace {
+
+std::size_t round_size(std::size_t nbytes) {
+  constexpr std::size_t kSmall = 512, kLarge = 2 << 20, kLargeFrom = 1 << 20;
+  const std::size_t unit = nbytes < kLargeFrom ? kSmall : kLarge;
+  return std::max<std::size_t>(1, (nbytes + unit - 1) / unit) * unit;
+}
+
+struct DevicePool {
+  std::unordered_map<std::size_t, std::vector<void*>> free_blocks;  // rounded size -> blocks
+  MemoryStats stats;
+};
+
+class CachingAllocator {
+ public:
+  void* allocate(std::size_t nbytes, int device) {
+    const std::size_t size = round_size(nbytes);
+    std::lock_guard lock(mutex_);
+    DevicePool& pool = pools_[device];
+    void* ptr = nullptr;
+    if (auto& blocks = pool.free_blocks[size]; !blocks.empty()) {
+      ptr = blocks.back();
+      blocks.pop_back();
+    } else {
+      DeviceGuard guard(device);
+      if (cudaMalloc(&ptr, size) != cudaSuccess) {
+        cudaGetLastError();
+        release_cached(pool);  // the cache may hold what this request needs, in other sizes
+        if (cudaMalloc(&ptr, size) != cudaSuccess) {
+          cudaGetLastError();
+          throw std::runtime_error(fmt::format(
+              "cuda:{}: out of memory allocating {} bytes ({} allocated by tensors, {} reserved)",
+              device, size, pool.stats.allocated, pool.stats.reserved));
+        }
+      }
+      pool.stats.reserved += size;
+    }
+    pool.stats.allocated += size;
+    pool.stats.peak_allocated = std::max(pool.stats.peak_allocated, pool.stats.allocated);
+    return ptr;
+  }
+
+  void deallocate(void* ptr, std::size_t nbytes, int device) {
+    const std::size_t size = round_size(nbytes);
+    std::lock_guard lock(mutex_);
+    DevicePool& pool = pools_[device];
+    pool.free_blocks[size].push_back(ptr);
+    pool.stats.allocated -= size;
+  }
+
+  MemoryStats stats(int device) {
+    std::lock_guard lock(mutex_);
+    return pools_[device].stats;
+  }
+
+ private:
+  static void release_cached(DevicePool& pool) {
+    for (auto& [size, blocks] : pool.free_blocks) {
+      for (void* p : blocks) cudaFree(p);
+      pool.stats.reserved -= size * blocks.size();
+      blocks.clear();
+    }
+  }
+
+  std::mutex mutex_;
+  std::map<int, DevicePool> pools_;
+};
+
+// Never destroyed: tensors freed during static destruction still return their blocks here, and
+// the driver reclaims everything at exit.
+CachingAllocator& allocator() {
+  static auto* instance = new CachingAllocator();
+  return *instance;
+}
+
+}  // namespace
+
+void* allocate(std::size_t nbytes, int device, bool zeroed) {
+  void* ptr = allocator().allocate(nbytes, device);
+  if (zeroed && nbytes > 0) {
+    DeviceGuard guard(device);
+    RINGGRAD_CUDA_CHECK(cudaMemsetAsync(ptr, 0, nbytes, stream(device)));
+  }
+  return ptr;
+}
+
+void deallocate(void* ptr, std::size_t nbytes, int device) { allocator().deallocate(ptr, nbytes, device); }
+
+MemoryStats memory_stats(int device) { return allocator().stats(device); }
+
+}  // namespace ringgrad::cuda

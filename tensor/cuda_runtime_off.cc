@@ -1,0 +1,22 @@
+// cuda_runtime.h for a build without CUDA: no GPU is ever visible, so no tensor can be placed
+// on one, and asking for device memory says why.
+#include <stdexcept>
+
+#include "tensor/cuda_runtime.h"
+
+namespace ringgrad::cuda {
+namespace {
+[[noreturn]] void unavailable() {
+  throw std::runtime_error("ringgrad was built without CUDA (RINGGRAD_CUDA=OFF or no nvcc found)");
+}
+}  // namespace
+
+int device_count() { return 0; }
+std::string unavailable_reason() { return "ringgrad was built without CUDA"; }
+void* allocate(std::size_t, int, bool) { unavailable(); }
+void deallocate(void*, std::size_t, int) { unavailable(); }
+void copy(void*, const void*, std::size_t, int) { unavailable(); }
+void synchronize(int) { unavailable(); }
+MemoryStats memory_stats(int) { return {}; }
+
+}  // namespace ringgrad::cuda
