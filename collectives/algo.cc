@@ -1,4 +1,4 @@
-// Names of collectives and algorithms, and which collective has which algorithm.
+// Names of collectives, algorithms and backends, and which collective has which algorithm.
 #include "collectives/algo.h"
 
 #include <stdexcept>
@@ -36,6 +36,14 @@ Algo parse_algo(std::string_view name) {
     if (name == algo_name(a)) return a;
   if (name == "halving_doubling") return Algo::kHalvingDoubling;
   throw std::invalid_argument(fmt::format("unknown algorithm '{}': expected ring, tree, hd or auto", name));
+}
+
+std::string_view backend_name(Backend backend) { return backend == Backend::kNccl ? "nccl" : "ringgrad"; }
+
+Backend parse_backend(std::string_view name) {
+  for (Backend b : {Backend::kRinggrad, Backend::kNccl})
+    if (name == backend_name(b)) return b;
+  throw std::invalid_argument(fmt::format("unknown backend '{}': expected ringgrad or nccl", name));
 }
 
 bool has_algo(CollKind kind, Algo algo) {

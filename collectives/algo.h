@@ -1,4 +1,5 @@
-// Names of the collectives and of the algorithms a caller (or RINGGRAD_ALGO) can ask for.
+// Names of the collectives, of the algorithms a caller (or RINGGRAD_ALGO) can ask for, and of
+// the backends that run collectives on device buffers (RINGGRAD_BACKEND).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +20,15 @@ std::string_view coll_name(CollKind kind);
 std::string_view algo_name(Algo algo);
 /// Parses the names above (also "halving_doubling"); throws std::invalid_argument otherwise.
 Algo parse_algo(std::string_view name);
+
+/// Who runs collectives on device buffers: ringgrad's own algorithms over CUDA IPC (or host
+/// staging), or NCCL. Host buffers always take ringgrad's TCP path.
+enum class Backend : uint8_t { kRinggrad, kNccl };
+
+/// "ringgrad", "nccl".
+std::string_view backend_name(Backend backend);
+/// Parses the names above; throws std::invalid_argument otherwise.
+Backend parse_backend(std::string_view name);
 
 /// Whether `kind` has an implementation for `algo`: all_reduce ring/tree/hd; broadcast and
 /// reduce ring (chain)/tree; all_gather and reduce_scatter ring; barrier, send, recv none.

@@ -5,6 +5,7 @@
 
 #include <cstddef>
 
+#include "collectives/algo.h"
 #include "collectives/dtype.h"
 #include "collectives/link.h"
 
@@ -38,5 +39,9 @@ void tree_all_reduce(Link& link, const CollArgs& args);
 void halving_doubling_all_reduce(Link& link, const CollArgs& args);
 // barrier.cc (Hensgen, Finkel & Manber 1988)
 void dissemination_barrier(Link& link);
+
+/// dispatch.cc: runs `kind` with `algo` (already resolved) over `link`, host or device alike;
+/// send and recv go to or come from `peer`. Throws what the algorithm throws.
+void run_collective(Link& link, CollKind kind, Algo algo, const CollArgs& args, int peer);
 
 }  // namespace ringgrad::collectives

@@ -1,5 +1,6 @@
 // Buffer: a dtype-tagged view of caller memory handed to a collective (pointer, element count,
-// dtype, stride). Collectives need contiguous memory: a stride other than 1 is rejected.
+// dtype, stride, and where it lives: host memory or a CUDA device). Collectives need contiguous
+// memory: a stride other than 1 is rejected.
 #pragma once
 
 #include <cstddef>
@@ -12,12 +13,17 @@
 
 namespace ringgrad::collectives {
 
-/// `count` elements of `dtype` at `data`, `stride` elements apart (must be 1 to communicate).
+/// Buffer::device of host memory.
+inline constexpr int kHost = -1;
+
+/// `count` elements of `dtype` at `data`, `stride` elements apart (must be 1 to communicate),
+/// in host memory (device kHost) or in the memory of CUDA device `device` (an ordinal).
 struct Buffer {
   void* data = nullptr;
   std::size_t count = 0;
   DType dtype = DType::kFloat32;
   std::ptrdiff_t stride = 1;
+  int device = kHost;
 };
 
 /// Read-only counterpart of Buffer; a Buffer converts to it, as span<T> to span<const T>.
@@ -26,10 +32,13 @@ struct ConstBuffer {
   std::size_t count = 0;
   DType dtype = DType::kFloat32;
   std::ptrdiff_t stride = 1;
+  int device = kHost;
 
   ConstBuffer() = default;
-  ConstBuffer(const void* d, std::size_t n, DType t, std::ptrdiff_t s = 1) : data(d), count(n), dtype(t), stride(s) {}
-  ConstBuffer(const Buffer& b) : data(b.data), count(b.count), dtype(b.dtype), stride(b.stride) {}  // NOLINT: like span
+  ConstBuffer(const void* d, std::size_t n, DType t, std::ptrdiff_t s = 1, int dev = kHost)
+      : data(d), count(n), dtype(t), stride(s), device(dev) {}
+  ConstBuffer(const Buffer& b)  // NOLINT: converts implicitly, like span<T> to span<const T>
+      : data(b.data), count(b.count), dtype(b.dtype), stride(b.stride), device(b.device) {}
 };
 
 /// The DType of a C++ element type: float, double, Float16, BFloat16, int32_t, int64_t, uint8_t.

@@ -1,6 +1,8 @@
 // Local validation of a call's buffers, and the cross-rank comparison of call descriptors.
 #include "collectives/check.h"
 
+#include "collectives/device_check.h"
+
 #include <algorithm>
 #include <cstring>
 #include <functional>
@@ -36,6 +38,11 @@ std::string overlap(const void* small, std::size_t small_bytes, const void* larg
 
 }  // namespace
 
+int call_device(CollKind kind, const ConstBuffer& send, const Buffer& recv, int root, int rank) {
+  const bool uses_recv = kind != CollKind::kReduce || rank == root;
+  return uses_recv ? recv.device : send.device;
+}
+
 std::string validate(CollKind kind, const ConstBuffer& send, const Buffer& recv, int root, int rank, int p) {
   if (has_root(kind) && (root < 0 || root >= p))
     return fmt::format("root {} is not a rank of this world of {}", root, p);
@@ -44,12 +51,17 @@ std::string validate(CollKind kind, const ConstBuffer& send, const Buffer& recv,
   if (uses_send) {
     if (auto e = contiguous("send", send.stride); !e.empty()) return e;
     if (send.data == nullptr && send.count > 0) return "send buffer is null";
+    if (auto e = check_memory("send", send.data, send.count, send.device); !e.empty()) return e;
   }
   if (uses_recv) {
     if (auto e = contiguous("recv", recv.stride); !e.empty()) return e;
     if (recv.data == nullptr && recv.count > 0) return "recv buffer is null";
+    if (auto e = check_memory("recv", recv.data, recv.count, recv.device); !e.empty()) return e;
   }
   if (!uses_send || !uses_recv) return {};
+  if (send.device != recv.device)
+    return fmt::format("send is in {} but recv is in {}: one call takes host buffers or buffers of one device",
+                       memory_name(send.device), memory_name(recv.device));
   if (send.dtype != recv.dtype)
     return fmt::format("send is {} but recv is {}", dtype_name(send.dtype), dtype_name(recv.dtype));
   const std::size_t es = dtype_size(send.dtype), P = static_cast<std::size_t>(p), R = static_cast<std::size_t>(rank);
@@ -72,7 +84,7 @@ std::string validate(CollKind kind, const ConstBuffer& send, const Buffer& recv,
 }
 
 Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo algo, std::size_t chunk_bytes,
-                         const std::string& invalid) {
+                         bool on_device, const std::string& invalid) {
   Descriptor d{};
   d.seq = seq;
   d.count = args.count;
@@ -82,6 +94,7 @@ Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo
   d.dtype = kind == CollKind::kBarrier ? 0 : static_cast<uint8_t>(args.dtype);
   d.op = has_op(kind) ? static_cast<uint8_t>(args.op) : 255;
   d.algo = static_cast<uint8_t>(algo);
+  d.on_device = on_device ? 1 : 0;
   std::strncpy(d.invalid, invalid.c_str(), sizeof d.invalid - 1);
   return d;
 }
@@ -122,6 +135,7 @@ std::string find_disagreement(const std::vector<Descriptor>& all) {
     return e;
   std::vector<std::string> found;
   auto add = [&](std::string e) { if (!e.empty()) found.push_back(std::move(e)); };
+  add(differ("memory", [](const Descriptor& d) { return std::string(d.on_device ? "device" : "host"); }));
   add(differ("count", [](const Descriptor& d) { return std::to_string(d.count); }));
   if (kind(all[0]) != CollKind::kBarrier)
     add(differ("dtype", [](const Descriptor& d) { return std::string(dtype_name(static_cast<DType>(d.dtype))); }));

@@ -21,15 +21,19 @@ struct Descriptor {
   uint64_t chunk_bytes;
   int32_t root;  // -1 when the collective has none
   uint8_t kind, dtype, op, algo;  // op 255 when the collective has none
-  char invalid[208];              // this rank's validation error, "" when valid
+  uint8_t on_device;              // 1: device buffers, 0: host memory
+  char invalid[207];              // this rank's validation error, "" when valid
 };
 
 /// Empty when the call is usable on this rank, else why not ("recv holds 10 elements, ...").
-/// `count` in `args` follows CollArgs' convention.
+/// Host and device buffers are not mixed in one call; device buffers must be device memory.
 std::string validate(CollKind kind, const ConstBuffer& send, const Buffer& recv, int root, int rank, int world_size);
 
+/// The buffers of a call that this rank uses live on `device` (kHost: host memory).
+int call_device(CollKind kind, const ConstBuffer& send, const Buffer& recv, int root, int rank);
+
 Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo algo, std::size_t chunk_bytes,
-                         const std::string& invalid);
+                         bool on_device, const std::string& invalid);
 
 /// Every rank's descriptor, indexed by rank: one message to and from every peer, in parallel.
 /// Throws TransportError if a peer is dead or silent past the timeout.

@@ -10,7 +10,9 @@
 
 #include "collectives/algorithms.h"
 #include "collectives/check.h"
-#include "collectives/link.h"
+#include "collectives/device_backend.h"
+#include "collectives/device_check.h"
+#include "collectives/host_link.h"
 
 namespace ringgrad::collectives {
 
@@ -25,6 +27,7 @@ struct Communicator::Task {
   CollKind kind;
   Algo algo = Algo::kAuto;  // resolved: never kAuto for a collective that has algorithms
   CollArgs args{};
+  int device = kHost;  // where this rank's buffers are
   int peer = -1;
   uint64_t tag = 0;
   uint64_t seq = 0;
@@ -66,6 +69,11 @@ CommOptions CommOptions::from_env() {
   if (o.chunk_bytes == 0 || o.chunk_bytes % 8 != 0)
     throw std::invalid_argument(fmt::format("RINGGRAD_CHUNK_BYTES={} must be a positive multiple of 8", o.chunk_bytes));
   o.model.chunk_bytes = o.chunk_bytes;
+  if (const char* b = std::getenv("RINGGRAD_BACKEND"); b != nullptr && *b != '\0') o.backend = parse_backend(b);
+  o.device_chunk_bytes = env_size("RINGGRAD_DEVICE_CHUNK_BYTES", o.device_chunk_bytes);
+  if (o.device_chunk_bytes == 0 || o.device_chunk_bytes % 8 != 0)
+    throw std::invalid_argument(
+        fmt::format("RINGGRAD_DEVICE_CHUNK_BYTES={} must be a positive multiple of 8", o.device_chunk_bytes));
   return o;
 }
 
@@ -92,6 +100,10 @@ Communicator::Communicator(std::unique_ptr<transport::Transport> transport, Comm
       world_size_(transport_->world_size()) {
   if (options_.chunk_bytes == 0 || options_.chunk_bytes % 8 != 0)
     throw std::invalid_argument(fmt::format("chunk_bytes {} must be a positive multiple of 8", options_.chunk_bytes));
+  if (options_.device_chunk_bytes == 0 || options_.device_chunk_bytes % 8 != 0)
+    throw std::invalid_argument(
+        fmt::format("device_chunk_bytes {} must be a positive multiple of 8", options_.device_chunk_bytes));
+  check_backend(options_.backend, rank_);
   worker_ = std::thread([this] { worker_loop(); });
 }
 
@@ -140,6 +152,12 @@ Work Communicator::submit(Task task, bool blocking) {
   if (!broken_.empty())
     throw transport::TransportError(fmt::format("{} on rank {}: the communicator is broken by an earlier error: {}",
                                                 coll_name(task.kind), rank_, broken_));
+  if (task.device != kHost && task.invalid.empty()) {
+    if (bound_device_ == kHost) bound_device_ = task.device;
+    if (task.device != bound_device_)
+      task.invalid = fmt::format("buffers are on cuda:{} but this communicator runs on cuda:{} (its first device "
+                                 "call's): one communicator per device", task.device, bound_device_);
+  }
   if (!task.invalid.empty() && (!options_.check_args || !is_collective(task.kind)))
     throw CollectiveError(fmt::format("{} on rank {}: {}", coll_name(task.kind), rank_, task.invalid));
   if (is_collective(task.kind)) task.seq = next_seq_++;
@@ -173,25 +191,13 @@ void Communicator::execute(Task& task) {
   if (!error) {
     try {
       check_agreement(task);
-      Link link(*transport_, is_collective(task.kind) ? task.seq : kP2PTagBit | task.tag, options_.chunk_bytes, scratch_);
-      const CollArgs& a = task.args;
-      switch (task.kind) {
-        case CollKind::kBroadcast:
-          (task.algo == Algo::kTree ? tree_broadcast : chain_broadcast)(link, a);
-          break;
-        case CollKind::kReduce:
-          (task.algo == Algo::kTree ? tree_reduce : chain_reduce)(link, a);
-          break;
-        case CollKind::kAllReduce:
-          if (task.algo == Algo::kTree) tree_all_reduce(link, a);
-          else if (task.algo == Algo::kHalvingDoubling) halving_doubling_all_reduce(link, a);
-          else ring_all_reduce(link, a);
-          break;
-        case CollKind::kAllGather: ring_all_gather(link, a); break;
-        case CollKind::kReduceScatter: ring_reduce_scatter(link, a); break;
-        case CollKind::kBarrier: dissemination_barrier(link); break;
-        case CollKind::kSend: link.send(task.peer, a.send, a.count * dtype_size(a.dtype)); break;
-        case CollKind::kRecv: link.recv(task.peer, a.recv, a.count * dtype_size(a.dtype)); break;
+      const uint64_t tag = is_collective(task.kind) ? task.seq : kP2PTagBit | task.tag;
+      if (task.device == kHost) {
+        HostLink link(*transport_, tag, options_.chunk_bytes, scratch_);
+        run_collective(link, task.kind, task.algo, task.args, task.peer);
+      } else {
+        if (!device_) device_ = make_device_backend(*transport_, options_, task.device);
+        device_->run(task.kind, task.algo, task.args, task.peer, tag);
       }
     } catch (const CollectiveError&) {
       error = std::current_exception();  // found before any data moved: still usable
@@ -203,6 +209,9 @@ void Communicator::execute(Task& task) {
       // (and lets rank 0's transport leave without waiting for peers blocked on it).
       transport_->abort(e.what());
       transport_.reset();
+      // Leaked on purpose: freeing device memory waits for the device, and our stream may wait
+      // forever on an event of the dead peer. A broken communicator's process is about to end.
+      static_cast<void>(device_.release());
     }
   }
   complete(*task.state, error);
@@ -210,7 +219,8 @@ void Communicator::execute(Task& task) {
 
 void Communicator::check_agreement(const Task& task) {
   if (!is_collective(task.kind) || !options_.check_args) return;
-  Descriptor mine = describe_call(task.kind, task.seq, task.args, task.algo, options_.chunk_bytes, task.invalid);
+  const std::size_t chunk = task.device == kHost ? options_.chunk_bytes : options_.device_chunk_bytes;
+  Descriptor mine = describe_call(task.kind, task.seq, task.args, task.algo, chunk, task.device != kHost, task.invalid);
   std::vector<Descriptor> all = exchange_descriptors(*transport_, mine);
   if (std::string why = find_disagreement(all); !why.empty())
     throw CollectiveError(fmt::format("{} #{} on rank {}: {}", coll_name(task.kind), task.seq, rank_, why));
@@ -232,6 +242,7 @@ Communicator::Task collective(const Communicator& comm, CollKind kind, ConstBuff
   const DType dtype = count_from_recv ? recv.dtype : send.dtype;
   t.args = CollArgs{static_cast<const std::byte*>(send.data), static_cast<std::byte*>(recv.data), count, dtype, op, root};
   t.invalid = validate(kind, send, recv, root, comm.rank(), p);
+  t.device = call_device(kind, send, recv, root, comm.rank());
   if (algo != Algo::kAuto && !has_algo(kind, algo) && kind != CollKind::kBarrier)
     t.invalid = fmt::format("{} has no '{}' algorithm (it has: ring{})", coll_name(kind), algo_name(algo),
                             kind == CollKind::kAllReduce ? ", tree, hd" : has_algo(kind, Algo::kTree) ? ", tree" : "");
@@ -250,10 +261,14 @@ Communicator::Task point_to_point(const Communicator& comm, CollKind kind, Const
                     is_send ? send.count : recv.count, is_send ? send.dtype : recv.dtype, ReduceOp::SUM, -1};
   t.peer = peer;
   t.tag = tag & ~(uint64_t{3} << 62);
+  t.device = is_send ? send.device : recv.device;
   if (peer < 0 || peer >= comm.world_size() || peer == comm.rank())
     t.invalid = fmt::format("peer {} is not another rank of this world of {}", peer, comm.world_size());
   else if (auto stride = is_send ? send.stride : recv.stride; stride != 1)
     t.invalid = fmt::format("buffer is not contiguous (stride {} elements); make a contiguous copy first", stride);
+  else
+    t.invalid = is_send ? check_memory("send", send.data, send.count, send.device)
+                        : check_memory("recv", recv.data, recv.count, recv.device);
   return t;
 }
 

@@ -2,6 +2,7 @@
 // all_reduce, all_gather, reduce_scatter), barrier and send/recv, blocking and asynchronous.
 // Collectives issued in the same order on every rank are matched by sequence number and run,
 // in that order, on one worker thread per communicator, so they progress while the caller computes.
+// Buffers may be host memory (TCP) or CUDA device memory (CUDA IPC, host staging, or NCCL).
 #pragma once
 
 #include <condition_variable>
@@ -42,8 +43,13 @@ struct CommOptions {
   Algo algo = Algo::kAuto;
   /// Transfers travel in pieces of this many bytes (a multiple of 8): RINGGRAD_CHUNK_BYTES.
   std::size_t chunk_bytes = 128 << 10;
-  /// Constants for Algo::kAuto; see calibrate().
+  /// Constants for Algo::kAuto; see calibrate(). Device calls use the same model.
   CostModel model{};
+  /// Who runs collectives on device buffers: RINGGRAD_BACKEND=ringgrad|nccl.
+  Backend backend = Backend::kRinggrad;
+  /// Piece size of device transfers (a multiple of 8): RINGGRAD_DEVICE_CHUNK_BYTES. Each
+  /// same-host peer gets an inbox of 4 pieces in device memory.
+  std::size_t device_chunk_bytes = 4 << 20;
 
   /// Defaults overridden by the environment variables above; throws std::invalid_argument.
   static CommOptions from_env();
@@ -66,9 +72,21 @@ class Work {
   std::shared_ptr<State> state_;
 };
 
+class DeviceBackend;
+
+/// Device buffers (Buffer::device >= 0), the contract: every buffer of one call is on the same
+/// device, and all device calls of a communicator use one device (the first call's). The
+/// caller's data must be ready when the call is made: synchronise the stream that wrote it
+/// first. A blocking call (or Work::wait) returns when the result is in device memory and
+/// visible to every stream. The communicator works on its own non-blocking stream(s), so
+/// nothing is ordered against the caller's streams beyond that. With Backend::kRinggrad the
+/// algorithms run over CUDA IPC for peers on this host (same GPU, or peer-to-peer between GPUs)
+/// and through pinned host buffers over TCP for the others; with Backend::kNccl device calls go
+/// to NCCL, host calls still to ringgrad's TCP path (like a gloo + NCCL process group).
 class Communicator {
  public:
-  /// Joins the job described by config (see transport::Transport). Throws TransportError.
+  /// Joins the job described by config (see transport::Transport). Throws TransportError;
+  /// CollectiveError when options.backend is nccl but this build has no NCCL or no GPU is visible.
   explicit Communicator(const transport::Config& config, CommOptions options = CommOptions::from_env());
   explicit Communicator(std::unique_ptr<transport::Transport> transport, CommOptions options = CommOptions::from_env());
   /// Finishes the queued operations, then closes the connections.
@@ -130,6 +148,7 @@ class Communicator {
   int rank_;
   int world_size_;
   std::vector<std::byte> scratch_;  // used only by the thread running a task
+  std::unique_ptr<DeviceBackend> device_;  // made by the first device call; thread running a task
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;
@@ -138,6 +157,7 @@ class Communicator {
   bool stop_ = false;
   std::string broken_;   // first transport error; later calls fail with it
   uint64_t next_seq_ = 0;
+  int bound_device_ = kHost;  // the device of the first device call
   std::thread worker_;
 };
 

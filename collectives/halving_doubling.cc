@@ -6,11 +6,8 @@
 // (alpha paid per segment). Up to 16 KiB, recursive doubling: log2(p') (alpha + n beta + n gamma).
 #include <algorithm>
 #include <bit>
-#include <cstring>
-#include <vector>
 
 #include "collectives/algorithms.h"
-#include "collectives/reduce_kernel.h"
 
 namespace ringgrad::collectives {
 
@@ -43,16 +40,16 @@ void halving_doubling_segment(Link& link, const CollArgs& a) {
 
   if (vrank >= 0 && bytes <= kShortBytes) {
     // Short vectors: recursive doubling, the whole vector each step (log2(p') alpha), as MPICH.
-    if (a.recv != src && bytes > 0) std::memcpy(a.recv, src, bytes);
-    std::vector<std::byte> mine(bytes);
+    link.copy(a.recv, src, bytes);
+    std::byte* mine = link.workspace(bytes);
     for (int mask = 1; mask < pow2; mask *= 2) {
-      if (bytes > 0) std::memcpy(mine.data(), a.recv, bytes);  // what is sent must not change under it
-      link.send_recv_reduce(real(vrank ^ mask), mine.data(), bytes, real(vrank ^ mask), a.recv, a.recv, a.count,
+      link.copy(mine, a.recv, bytes);  // what is sent must not change under it
+      link.send_recv_reduce(real(vrank ^ mask), mine, bytes, real(vrank ^ mask), a.recv, a.recv, a.count,
                             a.dtype, a.op);
     }
-    finalize(a.recv, a.count, a.dtype, a.op, p);
+    link.finalize(a.recv, a.count, a.dtype, a.op, p);
   } else if (vrank >= 0) {
-    if (pow2 == 1 && a.recv != src && bytes > 0) std::memcpy(a.recv, src, bytes);
+    if (pow2 == 1) link.copy(a.recv, src, bytes);
     // Recursive halving: keep the half of [lo, hi) that holds my block, send the other half.
     int lo = 0, hi = pow2;
     for (int mask = pow2 / 2; mask > 0; mask /= 2) {
@@ -67,7 +64,7 @@ void halving_doubling_segment(Link& link, const CollArgs& a) {
       lo = keep_lo;
       hi = keep_hi;
     }
-    finalize(a.recv + at(lo) * es, at(hi) - at(lo), a.dtype, a.op, p);
+    link.finalize(a.recv + at(lo) * es, at(hi) - at(lo), a.dtype, a.op, p);
     // Recursive doubling: swap my range for the partner's, doubling it each step.
     for (int mask = 1; mask < pow2; mask *= 2) {
       const int size = hi - lo;

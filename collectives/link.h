@@ -1,11 +1,13 @@
-// Link: what one collective sees of the transport. Every transfer is cut into pieces of
-// chunk_bytes (the same cut on both sides), so a receiver can reduce piece k while piece
-// k+1 is still arriving; all messages of one collective carry its sequence-number tag.
+// Link: what one collective's algorithm sees of the other ranks and of memory. It is the one
+// place that moves bytes: pieces between ranks, local copies, the AVG division and temporary
+// buffers. HostLink (host_link.h) does it for host memory over TCP, DeviceLink (device_link.h)
+// for device memory, so every algorithm runs unchanged on both. Calls are per message or per
+// piece of chunk_bytes, never per byte: the virtual call costs nothing measurable.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
-#include <span>
+#include <functional>
 #include <vector>
 
 #include "collectives/dtype.h"
@@ -13,48 +15,69 @@
 
 namespace ringgrad::collectives {
 
+/// One posted piece: a transport request (host), or a transfer a device link runs when it is
+/// waited for. Pieces from one peer must be waited for in the order they were posted.
+class Pending {
+ public:
+  Pending() = default;  // already complete
+  explicit Pending(transport::Request request) : request_(std::move(request)) {}
+  explicit Pending(std::function<void()> deferred) : deferred_(std::move(deferred)) {}
+  /// Blocks until the piece moved; throws transport::TransportError as Request::wait does.
+  void wait();
+
+ private:
+  transport::Request request_;
+  std::function<void()> deferred_;
+};
+
+/// Waits for every piece in `pending` and clears it.
+void wait_all(std::vector<Pending>& pending);
+
 class Link {
  public:
-  /// `scratch` must outlive the Link; it grows to chunk_bytes on first use.
-  Link(transport::Transport& transport, uint64_t tag, std::size_t chunk_bytes,
-       std::vector<std::byte>& scratch);
+  virtual ~Link() = default;
+  Link(const Link&) = delete;
+  Link& operator=(const Link&) = delete;
 
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
+  /// Transfers are cut into pieces of this many bytes, the same cut on both sides.
   std::size_t chunk_bytes() const { return chunk_bytes_; }
 
   /// Sends `send_bytes` to rank `to` while receiving `recv_bytes` from rank `from` into
   /// `recv`; either side may be skipped with peer -1 or 0 bytes. Blocks until both are done.
   /// Throws transport::TransportError on a dead peer, timeout or size mismatch.
-  void send_recv(int to, const void* send, std::size_t send_bytes, int from, void* recv,
-                 std::size_t recv_bytes);
+  virtual void send_recv(int to, const void* send, std::size_t send_bytes, int from, void* recv,
+                         std::size_t recv_bytes) = 0;
 
   /// Like send_recv, but the `count` elements received are reduced on arrival:
-  /// dst[i] = a[i] op received[i] (dst may equal a). Received pieces land in scratch; piece k
-  /// is reduced while the peer writes piece k+1.
-  void send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst,
-                        const void* a, std::size_t count, DType dtype, ReduceOp op);
+  /// dst[i] = a[i] op received[i] (dst may equal a). Piece k is reduced while piece k+1 is
+  /// still on its way.
+  virtual void send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst,
+                                const void* a, std::size_t count, DType dtype, ReduceOp op) = 0;
 
   void send(int to, const void* data, std::size_t bytes) { send_recv(to, data, bytes, -1, nullptr, 0); }
   void recv(int from, void* data, std::size_t bytes) { send_recv(-1, nullptr, 0, from, data, bytes); }
 
-  /// Posts the pieces of one message without waiting; completion goes to `pending`.
-  void isend(int to, const void* data, std::size_t bytes, std::vector<transport::Request>& pending);
-  void irecv(int from, void* data, std::size_t bytes, std::vector<transport::Request>& pending);
+  /// Posts the pieces of one message; completion goes to `pending` (peer -1: nothing).
+  virtual void isend(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) = 0;
+  virtual void irecv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending) = 0;
+
+  /// dst = src, `bytes` bytes of this link's memory; nothing when dst == src or bytes == 0.
+  virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
+  /// data[i] /= world_size for AVG (see reduce_kernel.h); nothing for other ops.
+  virtual void finalize(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) = 0;
+  /// A temporary buffer of at least `bytes` in this link's memory, valid until the next call.
+  virtual std::byte* workspace(std::size_t bytes) = 0;
+
+ protected:
+  Link(int rank, int world_size, std::size_t chunk_bytes)
+      : rank_(rank), world_size_(world_size), chunk_bytes_(chunk_bytes) {}
 
  private:
-  // A small message is sent at once on this thread, a large one queued to the progress thread.
-  void post_send(int to, const void* data, std::size_t bytes, std::vector<transport::Request>& pending);
-
-  transport::Transport& transport_;
-  uint64_t tag_;
-  std::size_t chunk_bytes_;
-  std::vector<std::byte>& scratch_;
   int rank_;
   int world_size_;
+  std::size_t chunk_bytes_;
 };
-
-/// Waits for every request in `pending` and clears it.
-void wait_all(std::vector<transport::Request>& pending);
 
 }  // namespace ringgrad::collectives

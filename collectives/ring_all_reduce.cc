@@ -4,11 +4,8 @@
 // reduce_scatter and all_gather are the two halves: (p-1) alpha + (p-1)/p n beta each.
 // all_reduce runs on segments of p chunks: the alpha term is paid once per segment.
 #include <algorithm>
-#include <cstring>
-#include <vector>
 
 #include "collectives/algorithms.h"
-#include "collectives/reduce_kernel.h"
 
 namespace ringgrad::collectives {
 namespace {
@@ -48,16 +45,12 @@ void all_gather_steps(Link& link, std::byte* out, const Blocks& blocks, std::siz
   }
 }
 
-void copy_if_apart(std::byte* dst, const std::byte* src, std::size_t bytes) {
-  if (dst != src && bytes > 0) std::memcpy(dst, src, bytes);
-}
-
 }  // namespace
 
 void ring_all_reduce(Link& link, const CollArgs& a) {
   const int p = link.world_size(), r = link.rank();
   const std::size_t es = dtype_size(a.dtype);
-  if (p == 1) copy_if_apart(a.recv, a.send, a.count * es);
+  if (p == 1) link.copy(a.recv, a.send, a.count * es);
   // The ring runs on segments of one chunk per rank (as NCCL's loop does): a block reduced in
   // reduce-scatter is forwarded by all-gather while still in cache. Measured on loopback,
   // 2 ranks: 2-3x the busbw at 16-64 MiB of one reduce-scatter + all-gather over the buffer.
@@ -69,7 +62,7 @@ void ring_all_reduce(Link& link, const CollArgs& a) {
     const Blocks blocks{n, p};
     // Partial sums live in the output buffer, at their block's place.
     reduce_scatter_steps(link, s, blocks, [&](int b, int) { return s.recv + blocks.begin(b) * es; });
-    finalize(s.recv + blocks.begin(r) * es, blocks.size(r), a.dtype, a.op, p);
+    link.finalize(s.recv + blocks.begin(r) * es, blocks.size(r), a.dtype, a.op, p);
     all_gather_steps(link, s.recv, blocks, es);
     first += n;
   } while (first < a.count);
@@ -79,19 +72,19 @@ void ring_reduce_scatter(Link& link, const CollArgs& a) {
   const int p = link.world_size();
   const std::size_t es = dtype_size(a.dtype), block_bytes = a.count * es;
   const Blocks blocks{a.count * static_cast<std::size_t>(p), p};
-  if (p == 1) copy_if_apart(a.recv, a.send, block_bytes);
+  if (p == 1) link.copy(a.recv, a.send, block_bytes);
   // The output holds one block, so partial sums alternate between two temporary blocks.
-  std::vector<std::byte> partial(p > 2 ? 2 * block_bytes : 0);
+  std::byte* partial = link.workspace(p > 2 ? 2 * block_bytes : 0);
   reduce_scatter_steps(link, a, blocks, [&](int, int s) {
-    return s == p - 2 ? a.recv : partial.data() + static_cast<std::size_t>(s % 2) * block_bytes;
+    return s == p - 2 ? a.recv : partial + static_cast<std::size_t>(s % 2) * block_bytes;
   });
-  finalize(a.recv, a.count, a.dtype, a.op, p);
+  link.finalize(a.recv, a.count, a.dtype, a.op, p);
 }
 
 void ring_all_gather(Link& link, const CollArgs& a) {
   const int p = link.world_size(), r = link.rank();
   const std::size_t es = dtype_size(a.dtype);
-  copy_if_apart(a.recv + static_cast<std::size_t>(r) * a.count * es, a.send, a.count * es);
+  link.copy(a.recv + static_cast<std::size_t>(r) * a.count * es, a.send, a.count * es);
   all_gather_steps(link, a.recv, Blocks{a.count * static_cast<std::size_t>(p), p}, es);
 }
 

@@ -1,11 +1,9 @@
 // Binomial-tree broadcast and reduce, and all_reduce = reduce to rank 0 + broadcast.
 // Broadcast/reduce: ceil(log2 p) rounds, T = log2(p) (alpha + n beta) [+ log2(p) n gamma],
 // pipelined in chunk_bytes pieces; all_reduce twice that: few messages, latency-oriented.
-#include <cstring>
 #include <vector>
 
 #include "collectives/algorithms.h"
-#include "collectives/reduce_kernel.h"
 
 namespace ringgrad::collectives {
 namespace {
@@ -36,9 +34,9 @@ Binomial binomial(int rank, int root, int p) {
 void tree_broadcast(Link& link, const CollArgs& a) {
   const int p = link.world_size(), r = link.rank();
   const std::size_t bytes = a.count * dtype_size(a.dtype), chunk = link.chunk_bytes();
-  if (r == a.root && a.recv != a.send && bytes > 0) std::memcpy(a.recv, a.send, bytes);
+  if (r == a.root) link.copy(a.recv, a.send, bytes);
   const Binomial t = binomial(r, a.root, p);
-  std::vector<transport::Request> recvs, sends;
+  std::vector<Pending> recvs, sends;
   for (std::size_t off = 0; off < bytes; off += chunk)
     link.irecv(t.parent, a.recv + off, std::min(chunk, bytes - off), recvs);
   for (std::size_t off = 0, k = 0; off < bytes; off += chunk, ++k) {
@@ -56,10 +54,9 @@ void tree_reduce(Link& link, const CollArgs& a) {
   const std::size_t es = dtype_size(a.dtype), bytes = a.count * es, chunk = link.chunk_bytes();
   const Binomial t = binomial(r, a.root, p);
   const bool root = t.parent < 0, leaf = t.children.empty();
-  std::vector<std::byte> inner(!root && !leaf ? bytes : 0);
-  std::byte* acc = root ? a.recv : inner.data();
-  if (root && leaf && a.recv != a.send && bytes > 0) std::memcpy(a.recv, a.send, bytes);  // p == 1
-  std::vector<transport::Request> sends;
+  std::byte* acc = root ? a.recv : link.workspace(!leaf ? bytes : 0);
+  if (root && leaf) link.copy(a.recv, a.send, bytes);  // p == 1
+  std::vector<Pending> sends;
   for (std::size_t off = 0; off < bytes; off += chunk) {
     const std::size_t n = std::min(chunk, bytes - off);
     const std::byte* partial = a.send + off;
@@ -70,7 +67,7 @@ void tree_reduce(Link& link, const CollArgs& a) {
     link.isend(t.parent, partial, n, sends);
   }
   wait_all(sends);
-  if (root) finalize(a.recv, a.count, a.dtype, a.op, p);
+  if (root) link.finalize(a.recv, a.count, a.dtype, a.op, p);
 }
 
 void tree_all_reduce(Link& link, const CollArgs& a) {

@@ -125,6 +125,7 @@ const std::shared_ptr<Connection>& Engine::peer(int peer, const char* op) const 
 
 // --- Request -----------------------------------------------------------------------------------
 
+Request::Request() = default;
 Request::Request(std::unique_ptr<detail::Op> op) : op_(std::move(op)) {}
 Request::Request(Request&&) noexcept = default;
 

@@ -29,7 +29,7 @@ class Engine;
 /// failed first, so neither side waits out the timeout for a message that will not come.
 class Request {
  public:
-  Request() = default;  // an empty request: already complete
+  Request();  // an empty request: already complete (defined where Op is complete)
   explicit Request(std::unique_ptr<detail::Op> op);
   Request(Request&&) noexcept;
   Request& operator=(Request&&) noexcept;

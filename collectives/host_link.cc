@@ -1,0 +1,87 @@
+// HostLink: chunked point-to-point transfers over TCP with receive-side reduction, and the
+// local copies and temporaries of the algorithms in host memory.
+#include "collectives/host_link.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "collectives/reduce_kernel.h"
+
+namespace ringgrad::collectives {
+
+HostLink::HostLink(transport::Transport& transport, uint64_t tag, std::size_t chunk_bytes,
+                   std::vector<std::byte>& scratch)
+    : Link(transport.rank(), transport.world_size(), chunk_bytes), transport_(transport), tag_(tag), scratch_(scratch) {}
+
+void HostLink::isend(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) {
+  if (to < 0) return;
+  const auto* p = static_cast<const std::byte*>(data);
+  for (std::size_t off = 0; off < bytes; off += chunk_bytes())
+    pending.emplace_back(transport_.isend(to, {p + off, std::min(chunk_bytes(), bytes - off)}, tag_));
+}
+
+void HostLink::irecv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending) {
+  if (from < 0) return;
+  auto* p = static_cast<std::byte*>(data);
+  for (std::size_t off = 0; off < bytes; off += chunk_bytes())
+    pending.emplace_back(transport_.irecv(from, {p + off, std::min(chunk_bytes(), bytes - off)}, tag_));
+}
+
+// Messages up to this size fit the peer's socket buffer (loopback: 128 KiB), so a blocking send
+// cannot wait on the peer's receive: both ranks may send first, then receive, all on their own
+// thread, which saves two hand-offs to the progress thread on the latency path.
+constexpr std::size_t kEagerBytes = 16 << 10;
+
+void HostLink::post_send(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) {
+  if (to < 0 || bytes == 0) return;  // the receiver skips empty transfers too
+  if (bytes <= kEagerBytes && bytes <= chunk_bytes())
+    transport_.send(to, {static_cast<const std::byte*>(data), bytes}, tag_);
+  else
+    isend(to, data, bytes, pending);
+}
+
+// Sends go to the progress thread while this thread receives (blocking calls on an idle channel
+// run on the caller's thread): the two copies of loopback TCP run on two threads.
+void HostLink::send_recv(int to, const void* send, std::size_t send_bytes, int from, void* recv,
+                     std::size_t recv_bytes) {
+  std::vector<Pending> sends;
+  post_send(to, send, send_bytes, sends);
+  auto* p = static_cast<std::byte*>(recv);
+  if (from >= 0)
+    for (std::size_t off = 0; off < recv_bytes; off += chunk_bytes())
+      transport_.recv(from, {p + off, std::min(chunk_bytes(), recv_bytes - off)}, tag_);
+  wait_all(sends);
+}
+
+void HostLink::send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst,
+                            const void* a, std::size_t count, DType dtype, ReduceOp op) {
+  std::vector<Pending> sends;
+  post_send(to, send, send_bytes, sends);
+  const std::size_t esize = dtype_size(dtype);
+  const std::size_t bytes = from < 0 ? 0 : count * esize;
+  if (scratch_.size() < chunk_bytes()) scratch_.resize(chunk_bytes());
+  // Piece k is received into scratch (still in cache) and reduced at once; meanwhile the peer
+  // keeps writing piece k+1 into the socket buffer, so reduction overlaps the transfer.
+  for (std::size_t off = 0; off < bytes; off += chunk_bytes()) {
+    const std::size_t n = std::min(chunk_bytes(), bytes - off);
+    transport_.recv(from, {scratch_.data(), n}, tag_);
+    combine(static_cast<std::byte*>(dst) + off, static_cast<const std::byte*>(a) + off, scratch_.data(), n / esize,
+            dtype, op);
+  }
+  wait_all(sends);
+}
+
+void HostLink::copy(void* dst, const void* src, std::size_t bytes) {
+  if (dst != src && bytes > 0) std::memcpy(dst, src, bytes);
+}
+
+void HostLink::finalize(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) {
+  collectives::finalize(data, count, dtype, op, world_size);
+}
+
+std::byte* HostLink::workspace(std::size_t bytes) {
+  if (workspace_.size() < bytes) workspace_.resize(bytes);
+  return workspace_.data();
+}
+
+}  // namespace ringgrad::collectives

@@ -1,0 +1,40 @@
+// HostLink: the Link for host memory, over the TCP transport. Pieces of chunk_bytes carry the
+// collective's sequence-number tag; received pieces are reduced from a cache-sized scratch
+// buffer while the peer writes the next one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "collectives/link.h"
+#include "transport/transport.h"
+
+namespace ringgrad::collectives {
+
+class HostLink final : public Link {
+ public:
+  /// `scratch` must outlive the HostLink; it grows to chunk_bytes on first use.
+  HostLink(transport::Transport& transport, uint64_t tag, std::size_t chunk_bytes, std::vector<std::byte>& scratch);
+
+  void send_recv(int to, const void* send, std::size_t send_bytes, int from, void* recv,
+                 std::size_t recv_bytes) override;
+  void send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst, const void* a,
+                        std::size_t count, DType dtype, ReduceOp op) override;
+  void isend(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) override;
+  void irecv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending) override;
+  void copy(void* dst, const void* src, std::size_t bytes) override;
+  void finalize(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) override;
+  std::byte* workspace(std::size_t bytes) override;
+
+ private:
+  // A small message is sent at once on this thread, a large one queued to the progress thread.
+  void post_send(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending);
+
+  transport::Transport& transport_;
+  uint64_t tag_;
+  std::vector<std::byte>& scratch_;
+  std::vector<std::byte> workspace_;
+};
+
+}  // namespace ringgrad::collectives
