@@ -14,8 +14,12 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/perf/device_mirror.h"
 #include "collectives/cost_model.h"
 #include "tests/collectives/reference.h"
+#if RINGGRAD_HAVE_NCCL
+#include "collectives/nccl_backend.h"
+#endif
 
 namespace ringgrad::bench {
 namespace {
@@ -30,7 +34,7 @@ using collectives::ReduceOp;
 struct Options {
   std::string min_bytes = "8", max_bytes = "64M", step_bytes;
   int step_factor = 2, iters = 20, warmup = 5, check = 1, root = 0, repeat = 1;
-  std::string op = "sum", dtype = "float", algo = "auto", json;
+  std::string op = "sum", dtype = "float", algo = "auto", json, device = "cpu", backend = "ringgrad";
   bool calibrate = false;
 };
 
@@ -80,7 +84,7 @@ std::vector<Contender> ringgrad_contenders(Communicator& comm, CollKind kind, co
       throw std::invalid_argument(fmt::format("{} has no '{}' algorithm", collectives::coll_name(kind), name));
     out.push_back({std::string(collectives::algo_name(algo)), [&comm, kind, algo](const OpSetup& s) -> std::function<void()> {
       const Layout l = layout(kind, s.count, comm.world_size(), comm.rank());
-      const Buffer send{s.send, l.send_count, s.dtype}, recv{s.recv, l.recv_count, s.dtype};
+      const Buffer send{s.send, l.send_count, s.dtype, 1, s.device}, recv{s.recv, l.recv_count, s.dtype, 1, s.device};
       switch (kind) {
         case CollKind::kAllReduce: return [&comm, send, recv, s, algo] { comm.all_reduce(send, recv, s.op, algo); };
         case CollKind::kReduce: return [&comm, send, recv, s, algo] { comm.reduce(send, recv, s.op, s.root, algo); };
@@ -91,6 +95,32 @@ std::vector<Contender> ringgrad_contenders(Communicator& comm, CollKind kind, co
     }, true});
   }
   return out;
+}
+
+// NCCL beside ringgrad in one communicator's table (--backend both): its own NCCL communicator,
+// set up through the job's store. Empty, with a note on rank 0, where NCCL cannot run.
+std::vector<Contender> nccl_contenders(Communicator& comm, CollKind kind, int device) {
+#if RINGGRAD_HAVE_NCCL
+  try {
+    auto nccl = std::make_shared<collectives::NcclBackend>(comm.store(), comm.rank(), comm.world_size(), device,
+                                                           std::chrono::seconds(60), "bench/nccl");
+    return {{"nccl", [&comm, kind, nccl](const OpSetup& s) -> std::function<void()> {
+               const Layout l = layout(kind, s.count, comm.world_size(), comm.rank());
+               const std::size_t count = kind == CollKind::kAllGather ? l.send_count : l.recv_count;
+               const collectives::CollArgs args{static_cast<const std::byte*>(s.send), static_cast<std::byte*>(s.recv),
+                                                count, s.dtype, s.op, s.root};
+               return [nccl, kind, args] { nccl->run(kind, Algo::kAuto, args, -1, 0); };
+             }, true}};
+  } catch (const collectives::CollectiveError& e) {
+    if (comm.rank() == 0) fmt::print("# nccl left out: {}\n", e.what());
+    return {};
+  }
+#else
+  static_cast<void>(kind);
+  static_cast<void>(device);
+  if (comm.rank() == 0) fmt::print("# nccl left out: ringgrad was built without NCCL\n");
+  return {};
+#endif
 }
 
 // The expected output of rank r for inputs from tests/collectives/reference.h.
@@ -118,7 +148,7 @@ struct Measure {
   bool valid = false;
 };
 
-int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contender> contenders) {
+int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contender> contenders, int device) {
   const int p = comm.world_size(), r = comm.rank();
   const bool lead = r == 0;
   std::string model_line = fmt::format("defaults, --calibrate measures them: {}", comm.options().model.describe());
@@ -137,6 +167,8 @@ int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contend
     fmt::print("# ringgrad {}_perf: nranks {}, iters {}, warmup {}, repeat {}, check {}, argument check {}\n",
                collectives::coll_name(kind), p, o.iters, o.warmup, o.repeat, o.check,
                comm.options().check_args ? "on (RINGGRAD_CHECK=0 turns it off)" : "off");
+    fmt::print("# memory: {}, backend {}\n", device == collectives::kHost ? "host" : fmt::format("cuda:{} (rank 0)", device),
+               o.backend);
     fmt::print("# cost model ({})\n#\n", model_line);
     fmt::print("# {:>94}{:>36}\n", "out-of-place", "in-place");
     fmt::print("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>8} {:>7} {:>7} {:>6} {:>8} {:>7} {:>7} {:>6}  {}\n", "size", "count",
@@ -181,11 +213,17 @@ int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contend
                 send_ptr = recv.data();
                 recv_ptr = send_ptr + l.inplace_recv_offset * es;
               }
-              const OpSetup setup{send_ptr, recv_ptr, n, dt, op, o.root};
+              DeviceMirror send_dev(send, device), recv_dev(recv, device);
+              auto on_device = [&](std::byte* ptr) {  // the same offset in the twin
+                if (!send.empty() && ptr >= send.data() && ptr < send.data() + send.size()) return send_dev.data() + (ptr - send.data());
+                return recv_dev.data() + (ptr - recv.data());
+              };
+              const OpSetup setup{on_device(send_ptr), on_device(recv_ptr), n, dt, op, o.root, device};
               std::function<void()> call = contenders[ci].prepare(setup);
               Measure& out = m[ci][static_cast<std::size_t>(place)];
               if (o.check && rep == 0) {
                 call();
+                recv_dev.to_host();
                 const bool has_output = !(kind == CollKind::kReduce && r != o.root);
                 if (has_output) {
                   const auto want = expected_output(kind, p, r, n, op, dt, o.root);
@@ -270,15 +308,31 @@ int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vect
   app.add_option("--repeat", o.repeat, "time every row this many times, interleaved; report the fastest")->capture_default_str();
   app.add_flag("--calibrate", o.calibrate, "measure the cost model's alpha, beta, gamma here first and print them");
   app.add_option("--json", o.json, "also write the rows to this JSON file");
+  app.add_option("--device", o.device, "cpu (host memory) or cuda (cuda:LOCAL_RANK % GPUs)")
+      ->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
+  app.add_option("--backend", o.backend, "ringgrad, nccl, or both in one table (device cuda only for nccl)")
+      ->check(CLI::IsMember({"ringgrad", "nccl", "both"}))->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
-    Communicator comm(transport::Config::from_env());
-    auto contenders = ringgrad_contenders(comm, kind, o.algo);
+    if (o.backend != "ringgrad" && o.device != "cuda")
+      throw std::invalid_argument(fmt::format("--backend {} times device buffers: add --device cuda", o.backend));
+    if (extra && o.device == "cuda") throw std::invalid_argument("this tool's extra contenders time host memory only: --device cpu");
+    const transport::Config config = transport::Config::from_env();
+    const int device = o.device == "cuda" ? pick_device(config.rank) : collectives::kHost;
+    collectives::CommOptions options = collectives::CommOptions::from_env();
+    if (o.backend == "nccl") options.backend = collectives::Backend::kNccl;
+    Communicator comm(config, options);
+    auto contenders = ringgrad_contenders(comm, kind, o.backend == "nccl" ? "auto" : o.algo);
+    if (o.backend == "nccl") contenders[0].name = "nccl";
+    if (o.backend == "both") {
+      auto more = nccl_contenders(comm, kind, device);
+      contenders.insert(contenders.end(), more.begin(), more.end());
+    }
     if (extra) {
       auto more = extra(comm);
       contenders.insert(contenders.end(), more.begin(), more.end());
     }
-    return run(kind, o, comm, std::move(contenders));
+    return run(kind, o, comm, std::move(contenders), device);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s_perf: %s\n", std::string(collectives::coll_name(kind)).c_str(), e.what());
     return 2;

@@ -20,6 +20,7 @@ struct OpSetup {
   collectives::DType dtype;
   collectives::ReduceOp op;
   int root;
+  int device;  // collectives::kHost, or the CUDA device of send and recv
 };
 
 /// Something to time: ringgrad with one algorithm, or another library. prepare() is called
@@ -31,9 +32,12 @@ struct Contender {
 };
 
 /// Parses nccl-tests' flags (-b -e -f -i -n -w -c -o -d -r, plus -a ring|tree|hd|auto[,...],
-/// --calibrate, --json FILE), joins the job from the environment (ringgrad-run sets it), and
-/// prints the table on rank 0. `extra` adds contenders (gloo) given the communicator.
-/// Returns the process exit status (1 when any #wrong).
+/// --calibrate, --json FILE, --device cpu|cuda, --backend ringgrad|nccl|both), joins the job
+/// from the environment (ringgrad-run sets it), and prints the table on rank 0. With --device
+/// cuda each rank times buffers on cuda:(LOCAL_RANK % GPUs); --backend both times ringgrad's
+/// algorithms and NCCL in one table, row by row (NCCL needs one GPU per rank: where ranks share
+/// a GPU its rows are left out with a note). `extra` adds host-memory contenders (gloo) given
+/// the communicator. Returns the process exit status (1 when any #wrong).
 int run_perf(collectives::CollKind kind, int argc, char** argv,
              const std::function<std::vector<Contender>(collectives::Communicator&)>& extra = {});
 
