@@ -7,6 +7,7 @@
 
 #include "nn/parallel/tensor_buffer.h"
 #include "nn/safetensors.h"
+#include "tensor/cuda_runtime.h"
 
 namespace ringgrad::nn::parallel {
 namespace {
@@ -64,6 +65,32 @@ double peak_rss_mib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is in KiB on Linux
+}
+
+Device select_device(const std::string& name) {
+  Device device = Device::parse(name);
+  if (device.is_cpu()) return device;
+  const int count = cuda::device_count();
+  if (count == 0) throw std::runtime_error("--device " + name + ": no GPU is visible (" + cuda::unavailable_reason() + ")");
+  if (name == "cuda") {
+    int local_rank = 0;
+    for (const char* var : {"LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_RANK", "SLURM_LOCALID"}) {
+      if (const char* value = std::getenv(var)) {
+        local_rank = std::atoi(value);
+        break;
+      }
+    }
+    device.index = local_rank % count;
+  }
+  if (device.index >= count) {
+    throw std::runtime_error(fmt::format("--device {}: only {} GPU{} visible", name, count, count == 1 ? " is" : "s are"));
+  }
+  return device;
+}
+
+double peak_memory_mib(Device device) {
+  if (device.is_cpu()) return peak_rss_mib();
+  return static_cast<double>(cuda::memory_stats(device.index).peak_allocated) / (1 << 20);
 }
 
 void Accelerator::save(DataParallel& dp, const std::string& path, const std::map<std::string, std::string>& metadata) {

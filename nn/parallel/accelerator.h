@@ -67,4 +67,15 @@ class Accelerator {
 /// The largest resident set size this process has had so far, in MiB (getrusage).
 double peak_rss_mib();
 
+/// The device a --device flag names for this process: "cpu", "cuda:N", or "cuda", which is
+/// cuda:(local rank % visible GPUs) so that the ranks of one machine take one GPU each (local
+/// rank from LOCAL_RANK, OMPI_COMM_WORLD_LOCAL_RANK or SLURM_LOCALID; 0 without a launcher).
+/// Throws std::invalid_argument for a malformed name and std::runtime_error, saying why, when
+/// the GPU it names is not visible.
+Device select_device(const std::string& name);
+
+/// The peak memory of training on `device`, in MiB: on a GPU the high-water mark of bytes the
+/// caching allocator handed out (cuda::memory_stats), on the CPU the peak RSS.
+double peak_memory_mib(Device device);
+
 }  // namespace ringgrad::nn::parallel

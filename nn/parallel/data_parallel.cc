@@ -11,6 +11,7 @@
 #include "autograd/engine.h"
 #include "nn/parallel/tensor_buffer.h"
 #include "tensor/elementwise.h"
+#include "tensor/reduce.h"
 #include "tensor/view.h"
 
 namespace ringgrad::nn::parallel {
@@ -99,6 +100,10 @@ double DataParallel::grad_norm_squared() {
     for (const Tensor& p : group.params) {
       const Tensor g = p.grad();
       if (!g.defined()) continue;
+      if (g.is_cuda()) {  // summed on the GPU; one copy of the result back
+        total += kernels::sum(kernels::mul(g, g)).item<double>();
+        continue;
+      }
       dispatch_floating(g.dtype(), "grad_norm", [&]<typename T>() {
         const T* d = g.data<T>();
         for (std::int64_t i = 0; i < g.numel(); ++i) total += static_cast<double>(d[i]) * d[i];

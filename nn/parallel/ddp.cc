@@ -35,7 +35,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> model, 
     Bucket b;
     std::int64_t total = 0;
     for (std::size_t i : m) total += params_[i].numel();
-    b.flat = Tensor::zeros({total}, params_[m.front()].dtype());
+    b.flat = Tensor::zeros({total}, params_[m.front()].dtype(), params_[m.front()].device());
     std::int64_t offset = 0;
     for (std::size_t k = 0; k < m.size(); ++k) {
       const Tensor& p = params_[m[k]];

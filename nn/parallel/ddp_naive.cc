@@ -10,7 +10,7 @@ void NaiveDataParallel::synchronize_gradients() {
     for (Tensor& p : params_) {
       // A parameter this rank did not use still takes part, with a zero gradient: every rank
       // must issue the same collectives in the same order.
-      if (!p.grad().defined()) p.set_grad(Tensor::zeros(p.shape(), p.dtype()));
+      if (!p.grad().defined()) p.set_grad(Tensor::zeros(p.shape(), p.dtype(), p.device()));
       const Tensor g = p.grad();
       comm_.all_reduce(as_buffer(g), as_buffer(g), collectives::ReduceOp::AVG);
       stats_.bytes += static_cast<double>(g.numel()) * static_cast<double>(dtype_size(g.dtype()));

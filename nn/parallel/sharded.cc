@@ -12,9 +12,9 @@ void ShardedDataParallel::plan_shards() {
 
 void ShardedDataParallel::reduce_scatter_gradient(std::size_t i) {
   const Tensor& p = params_[i];
-  Tensor send = Tensor::zeros({padded_numel(i)}, p.dtype());
+  Tensor send = Tensor::zeros({padded_numel(i)}, p.dtype(), p.device());
   if (p.grad().defined()) kernels::copy_(kernels::narrow(send, 0, 0, p.numel()), kernels::reshape(p.grad(), {-1}));
-  Tensor recv = Tensor::zeros({shard_numel(i)}, p.dtype());
+  Tensor recv = Tensor::zeros({shard_numel(i)}, p.dtype(), p.device());
   collectives::Work work = comm_.reduce_scatter_async(as_buffer(send), as_buffer(recv), collectives::ReduceOp::AVG);
   stats_.bytes += static_cast<double>(send.numel()) * static_cast<double>(dtype_size(send.dtype()));
   reductions_.push_back({i, std::move(send), std::move(recv), std::move(work)});
@@ -52,13 +52,13 @@ double ShardedDataParallel::grad_norm_squared() {
 }
 
 Tensor ShardedDataParallel::slice_of(std::size_t i, const Tensor& full) const {
-  Tensor padded = Tensor::zeros({padded_numel(i)}, full.dtype());
+  Tensor padded = Tensor::zeros({padded_numel(i)}, full.dtype(), full.device());
   kernels::copy_(kernels::narrow(padded, 0, 0, full.numel()), kernels::reshape(full, {-1}));
   return kernels::clone(kernels::narrow(padded, 0, comm_.rank() * shard_numel(i), shard_numel(i)));
 }
 
 Tensor ShardedDataParallel::gather_full(std::size_t i, const Tensor& shard) {
-  Tensor padded = Tensor::zeros({padded_numel(i)}, shard.dtype());
+  Tensor padded = Tensor::zeros({padded_numel(i)}, shard.dtype(), shard.device());
   all_gather_into(kernels::contiguous(shard), padded, false);
   return kernels::view(kernels::narrow(padded, 0, 0, params_[i].numel()), params_[i].shape());
 }
