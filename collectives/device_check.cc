@@ -21,7 +21,7 @@ std::string check_memory(const char* name, const void* data, std::size_t count, 
   if (count == 0) return {};
   cudaPointerAttributes attr{};
   if (const cudaError_t e = cudaPointerGetAttributes(&attr, data); e != cudaSuccess) {
-    cudaGetLastError();  // clear the sticky-free error state of this thread
+    cudaGetLastError();  // clear it, so the next CUDA call does not report it again
     return fmt::format("{} buffer says cuda:{} but the CUDA runtime cannot tell what {} is: {}", name, device, data,
                        cudaGetErrorString(e));
   }
