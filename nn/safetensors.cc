@@ -52,7 +52,7 @@ void save_safetensors(const std::string& path, const StateDict& tensors,
   out.write(reinterpret_cast<const char*>(&length), sizeof length);
   out.write(text.data(), static_cast<std::streamsize>(text.size()));
   for (const auto& [name, t] : tensors) {
-    const Tensor c = kernels::contiguous(t);
+    const Tensor c = kernels::contiguous(t.cpu());  // raw_data() of a GPU tensor is a device pointer
     out.write(static_cast<const char*>(c.raw_data()),
               static_cast<std::streamsize>(static_cast<std::size_t>(c.numel()) * dtype_size(c.dtype())));
   }

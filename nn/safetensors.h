@@ -11,7 +11,8 @@
 
 namespace ringgrad::nn {
 
-/// Writes `tensors` (any layout; saved contiguous) and string `metadata` to `path`.
+/// Writes `tensors` (any layout, any device: GPU tensors are copied to the CPU; saved
+/// contiguous) and string `metadata` to `path`.
 /// Throws std::runtime_error naming the path when the file cannot be written.
 void save_safetensors(const std::string& path, const StateDict& tensors,
                       const std::map<std::string, std::string>& metadata = {});
@@ -21,7 +22,7 @@ struct SafetensorsFile {
   std::map<std::string, std::string> metadata;
 };
 
-/// Reads a safetensors file (dtypes F32, F64, I64). Throws std::runtime_error naming the
+/// Reads a safetensors file (dtypes F32, F64, I64) into CPU tensors. Throws std::runtime_error naming the
 /// path and the problem for a missing file, a truncated file, a header that is not JSON or
 /// is larger than the file, or offsets that do not match the shape.
 SafetensorsFile load_safetensors(const std::string& path);

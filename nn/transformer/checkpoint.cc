@@ -7,7 +7,6 @@
 #include <stdexcept>
 
 #include "nn/safetensors.h"
-#include "tensor/view.h"
 
 namespace ringgrad::nn {
 namespace {
@@ -88,8 +87,10 @@ TrainState load_checkpoint(const std::string& path, GPT& model, AdamW& optimizer
       const std::string name = name_of(groups[g].params[i], model);
       auto m = moments.find("optimizer.exp_avg." + name), v = moments.find("optimizer.exp_avg_sq." + name);
       if (m == moments.end() || v == moments.end()) continue;
-      optimizer.exp_avg[g][i] = kernels::clone(m->second);
-      optimizer.exp_avg_sq[g][i] = kernels::clone(v->second);
+      // Fresh CPU tensors from the file, moved to where the parameter lives.
+      const Device device = groups[g].params[i].device();
+      optimizer.exp_avg[g][i] = m->second.to(device);
+      optimizer.exp_avg_sq[g][i] = v->second.to(device);
     }
   }
   optimizer.set_steps(std::stoll(meta(file.metadata, "optimizer.steps", path)));

@@ -25,8 +25,8 @@ struct TrainState {
 /// parameters. Throws std::runtime_error naming the path when it cannot be written.
 void save_checkpoint(const std::string& path, const GPT& model, const AdamW& optimizer, const TrainState& state);
 
-/// Loads a file written by save_checkpoint into `model` and `optimizer` (in place) and returns
-/// the saved state. Throws std::runtime_error for an unreadable or foreign file and
+/// Loads a file written by save_checkpoint into `model` and `optimizer` (in place, on the
+/// device the model's parameters are on) and returns the saved state. Throws std::runtime_error for an unreadable or foreign file and
 /// std::invalid_argument when the model's names or shapes differ from the checkpoint's.
 TrainState load_checkpoint(const std::string& path, GPT& model, AdamW& optimizer);
 
