@@ -3,6 +3,7 @@
 // PyTorch on the same machine: /usr/bin/python3 torch_gpt.py --no_eval --max_iters 200.
 //
 //   train_bench --config baby --iters 100 --threads 1
+//   train_bench --config shakespeare-char --device cuda --dtype bf16
 #include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
@@ -15,14 +16,18 @@
 
 #include "nn/transformer/train_config.h"
 #include "nn/transformer/train_step.h"
+#include "tensor/cuda_runtime.h"
 #include "tensor/op_profile.h"
+#include "tensor/precision.h"
 #include "tensor/threads.h"
 
 using namespace ringgrad;
 
 namespace {
 
-double peak_rss_mib() {
+// Peak memory in MiB: the caching allocator's high-water mark on a GPU, else the peak RSS.
+double peak_mib(Device device) {
+  if (device.is_cuda()) return static_cast<double>(cuda::memory_stats(device.index).peak_allocated) / (1 << 20);
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // Linux reports KiB
@@ -42,22 +47,32 @@ nn::data::CharDataset corpus(const std::string& path) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string preset = "baby", data_path = "../shared/data/tinyshakespeare.txt";
+  std::string preset = "baby", data_path = "../shared/data/tinyshakespeare.txt", device_name = "cpu", dtype = "fp32";
   int iters = 100, warmup = 10, threads = 1;
   CLI::App app{"Time GPT training steps and break the time down by op kind"};
-  app.add_option("--config", preset, "Preset: baby or tiny");
+  app.add_option("--config", preset, "Preset: baby, shakespeare-char or tiny");
   app.add_option("--data", data_path, "Text corpus (random text when missing)");
   app.add_option("--iters", iters, "Timed steps")->check(CLI::PositiveNumber);
   app.add_option("--warmup", warmup, "Untimed steps first")->check(CLI::NonNegativeNumber);
   app.add_option("--threads", threads, "BLAS threads")->check(CLI::PositiveNumber);
+  app.add_option("--device", device_name, "cpu, cuda or cuda:N");
+  app.add_option("--dtype", dtype, "Matmul precision: fp32 or bf16")->check(CLI::IsMember({"fp32", "bf16"}));
   CLI11_PARSE(app, argc, argv);
 
+  const Device device = Device::parse(device_name);
+  if (device.is_cuda() && device.index >= cuda::device_count()) {
+    fmt::print(stderr, "train_bench: {} is not visible ({} GPUs; {})\n", device.str(), cuda::device_count(),
+               cuda::device_count() == 0 ? cuda::unavailable_reason() : "choose another index");
+    return 1;
+  }
+  set_matmul_precision(parse_matmul_precision(dtype));
   set_num_threads(threads);
   nn::TrainConfig cfg = nn::train_preset(preset);
   const nn::data::CharDataset ds = corpus(data_path);
   cfg.model.vocab_size = ds.vocab_size();
   manual_seed(cfg.seed);
   nn::GPT model(cfg.model);
+  model.to(device);  // before the optimizer, which makes its state where the parameters are
   nn::AdamW opt(nn::weight_decay_groups(model, cfg.weight_decay), {cfg.lr, cfg.beta1, cfg.beta2, 1e-8});
   Generator gen(cfg.seed);
   const nn::CosineSchedule schedule = cfg.schedule();
@@ -84,12 +99,12 @@ int main(int argc, char** argv) {
   std::sort(sorted.begin(), sorted.end());
   const double median = sorted[sorted.size() / 2];
   const double tokens = static_cast<double>(cfg.batch_size * cfg.model.block_size);
-  fmt::print("config {}: n_layer {} n_head {} n_embd {} block {} batch {} vocab {}, threads {}\n", preset,
-             cfg.model.n_layer, cfg.model.n_head, cfg.model.n_embd, cfg.model.block_size, cfg.batch_size,
-             cfg.model.vocab_size, threads);
-  fmt::print("{} steps: median {:.2f} ms/iter (p10 {:.2f}, p90 {:.2f}), {:.0f} tokens/s, peak RSS {:.1f} MiB\n",
+  fmt::print("config {}: n_layer {} n_head {} n_embd {} block {} batch {} vocab {}, threads {}, {} with {} matmuls\n",
+             preset, cfg.model.n_layer, cfg.model.n_head, cfg.model.n_embd, cfg.model.block_size, cfg.batch_size,
+             cfg.model.vocab_size, threads, device.str(), dtype);
+  fmt::print("{} steps: median {:.2f} ms/iter (p10 {:.2f}, p90 {:.2f}), {:.0f} tokens/s, peak {} {:.1f} MiB\n",
              iters, median, sorted[sorted.size() / 10], sorted[sorted.size() * 9 / 10], tokens / median * 1e3,
-             peak_rss_mib());
+             device.is_cpu() ? "RSS" : "GPU memory", peak_mib(device));
   fmt::print("{:<12} {:>10} {:>7}\n", "op kind", "ms/iter", "share");
   double charged = 0;
   auto row = [&](const char* name, double seconds) {

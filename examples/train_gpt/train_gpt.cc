@@ -7,6 +7,7 @@
 //   train_gpt ... --resume ckpt.safetensors --max_iters 3000     # continue exactly where it stopped
 //   ringgrad-run --nproc-per-node 2 train_gpt --config baby --strategy ddp
 //   train_gpt --config baby --time_budget 60    # as good as it gets in 60 s of training
+//   train_gpt --config shakespeare-char --device cuda --dtype bf16   # nanoGPT's GPU recipe
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -23,6 +24,7 @@
 #include "nn/transformer/checkpoint.h"
 #include "nn/transformer/train_config.h"
 #include "nn/transformer/train_step.h"
+#include "tensor/precision.h"
 #include "tensor/threads.h"
 #include "tensor/view.h"
 
@@ -31,6 +33,24 @@ using nn::data::Split;
 namespace parallel = ringgrad::nn::parallel;
 
 namespace {
+
+// Where the model trains and how its matmuls round (--device, --dtype).
+struct Placement {
+  std::string device = "cpu";
+  std::string dtype = "fp32";
+};
+
+// Training FLOPs per token as nanoGPT's estimate_mfu counts them (PaLM, Chowdhery et al. 2022,
+// appendix B): 6 N for the forward and backward of the N weights that take part in matmuls,
+// plus 12 L C T for the attention scores and their use (QK^T and att V, forward and backward,
+// counted over the full T x T square as nanoGPT does, not the causal half). N leaves out the
+// position table and, when lm_head is untied, the token table: lookups do no arithmetic.
+double flops_per_token(const nn::GPT& model, std::int64_t n_params) {
+  const nn::GPTConfig& c = model.config();
+  const std::int64_t lookups = model.wpe->weight.numel() + (c.tie_weights ? 0 : model.wte->weight.numel());
+  return 6.0 * static_cast<double>(n_params - lookups) +
+         12.0 * static_cast<double>(c.n_layer * c.n_embd * c.block_size);
+}
 
 struct Paths {
   std::string data = "../shared/data/tinyshakespeare.txt";
@@ -90,13 +110,17 @@ void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
   app.add_option(flag("seed"), c.seed, "Seed of the weights, the batches and dropout");
 }
 
-int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, const Distributed& dist) {
+int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, const Distributed& dist,
+          const Placement& placement) {
   parallel::Accelerator acc;
+  const Device device = parallel::select_device(placement.device);
+  set_matmul_precision(parse_matmul_precision(placement.dtype));
   const auto ds = nn::data::CharDataset::from_file(paths.data);
   cfg.model.vocab_size = ds.vocab_size();
   const std::int64_t local_batch = acc.local_batch(cfg.batch_size, dist.accumulation);
-  manual_seed(cfg.seed);
+  manual_seed(cfg.seed);  // the same initial weights on every device: drawn on the CPU, then moved
   auto model = std::make_shared<nn::GPT>(cfg.model);
+  model->to(device);  // before the optimizer is made, so its state is made there too
   auto make_adamw = [&](std::vector<nn::ParamGroup> groups) {
     return std::make_unique<nn::AdamW>(std::move(groups), nn::AdamOptions{cfg.lr, cfg.beta1, cfg.beta2, 1e-8});
   };
@@ -127,7 +151,8 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
             cfg.model.n_layer, cfg.model.n_head, cfg.model.n_embd, cfg.model.block_size, cfg.model.vocab_size, n_params,
             cfg.model.tie_weights ? "lm_head tied to wte" : "lm_head untied", cfg.max_iters, ds.size(Split::Train),
             ds.size(Split::Val));
-  acc.print("strategy {}: {}\n", dp->name(), acc.batch_split(cfg.batch_size, dist.accumulation));
+  acc.print("strategy {}: {}; on {} with {} matmuls\n", dp->name(), acc.batch_split(cfg.batch_size, dist.accumulation),
+            device.str(), matmul_precision_name(matmul_precision()));
   auto save = [&](std::int64_t iter) {
     if (paths.out.empty()) return;
     state.iter = iter;
@@ -171,7 +196,8 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
     double loss_sum = 0;
     for (std::int64_t m = 0; m < dist.accumulation; ++m) {
       const nn::data::Batch mine = rows(batch, m * micro + acc.rank() * local_batch, local_batch);
-      const Tensor loss = cross_entropy(dp->forward(mine.x), mine.y) * (1.0 / static_cast<double>(dist.accumulation));
+      const Tensor loss = cross_entropy(dp->forward(mine.x.to(device)), mine.y.to(device)) *
+                          (1.0 / static_cast<double>(dist.accumulation));
       loss_sum += loss.item<double>();
       if (m + 1 < dist.accumulation) {
         auto no_sync = dp->no_sync();
@@ -189,20 +215,28 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
     if (it % cfg.log_interval == 0) {
       const double loss = acc.mean(loss_sum);
       const double comm_share = comm_wait_seconds / train_seconds;
+      const double peak_mib = parallel::peak_memory_mib(device);
       acc.print("iter {:5d}: loss {:.4f}, lr {:.2e}, {:.1f} ms/iter, {:.0f} tokens/s, comm wait {:.1f}%, peak {:.0f} MiB\n",
-                it, loss, lr, ms, tokens_per_iter / ms * 1e3, 100 * comm_share, parallel::peak_rss_mib());
+                it, loss, lr, ms, tokens_per_iter / ms * 1e3, 100 * comm_share, peak_mib);
       write_log({{"iter", it}, {"loss", loss}, {"lr", lr}, {"grad_norm", grad_norm}, {"ms", ms},
                  {"tokens_per_s", tokens_per_iter / ms * 1e3}, {"comm_wait_share", comm_share},
-                 {"peak_rss_mib", parallel::peak_rss_mib()}});
+                 {device.is_cpu() ? "peak_rss_mib" : "peak_gpu_mib", peak_mib}});
     }
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  acc.print("trained {} iterations in {:.1f} s of steps ({:.1f} s wall): {:.0f} tokens/s\n", it - state.iter,
-            train_seconds, wall, tokens_per_iter * static_cast<double>(it - state.iter) / train_seconds);
+  // The loss's item() each step waits for the GPU, so the step times are the GPU's times.
+  const double tokens_per_s = tokens_per_iter * static_cast<double>(it - state.iter) / train_seconds;
+  acc.print("trained {} iterations in {:.1f} s of steps ({:.1f} s wall): {:.0f} tokens/s, {:.3g} TFLOP/s "
+            "({:.3g} GFLOP per token: 6 N + 12 L C T, nanoGPT's estimate_mfu)\n",
+            it - state.iter, train_seconds, wall, tokens_per_s, tokens_per_s * flops_per_token(*model, n_params) / 1e12,
+            flops_per_token(*model, n_params) / 1e9);
+  write_log({{"trained_iters", it - state.iter}, {"tokens_per_s", tokens_per_s},
+             {"tflops", tokens_per_s * flops_per_token(*model, n_params) / 1e12}});
   const auto use = dp->memory_use();  // measured before evaluation, with this step's gradients held
   constexpr double kMiB = 1 << 20;
-  acc.print("model state on rank 0: parameters {:.2f} MiB, gradients {:.2f} MiB, optimizer {:.2f} MiB; peak RSS {:.0f} MiB\n",
-            use.params / kMiB, use.grads / kMiB, use.optimizer / kMiB, parallel::peak_rss_mib());
+  acc.print("model state on rank 0: parameters {:.2f} MiB, gradients {:.2f} MiB, optimizer {:.2f} MiB; peak {} {:.0f} MiB\n",
+            use.params / kMiB, use.grads / kMiB, use.optimizer / kMiB, device.is_cpu() ? "RSS" : "GPU memory",
+            parallel::peak_memory_mib(device));
   evaluate(it);
   if (!paths.out.empty()) acc.print("saved {}\n", paths.out);
 
@@ -211,13 +245,14 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
   const nn::StateDict full = dp->full_state_dict();
   if (!acc.is_main_process()) return 0;
   nn::GPT sampler(cfg.model);
+  sampler.to(device);
   nn::StateDict weights;
   for (const auto& [name, t] : full) {
     if (!name.starts_with("optimizer.")) weights.emplace(name, t);
   }
   sampler.load_state_dict(weights);
   Generator sample_gen(cfg.seed + 2);
-  const Tensor prompt = Tensor::from_vector(ds.tokenizer().encode("\n"), {1, 1});
+  const Tensor prompt = Tensor::from_vector(ds.tokenizer().encode("\n"), {1, 1}).to(device);
   const Tensor out = sampler.generate(prompt, sampling.tokens, sampling.temperature, sampling.top_k, sample_gen);
   fmt::print("--- sample ({} tokens, temperature {}, top_k {}) ---\n{}\n", sampling.tokens, sampling.temperature,
              sampling.top_k, ds.tokenizer().decode(out.to_vector<std::int64_t>()));
@@ -248,7 +283,8 @@ int main(int argc, char** argv) {
   int threads = 1;
   CLI::App app{"Train a character-level GPT on a text file, on one process or several (under ringgrad-run)"};
   app.option_defaults()->always_capture_default();
-  app.add_option(flag("config"), preset, "Preset: baby (nanoGPT's CPU recipe) or tiny (a smoke test)");
+  app.add_option(flag("config"), preset,
+                 "Preset: baby (nanoGPT's CPU recipe), shakespeare-char (nanoGPT's GPU recipe) or tiny (a smoke test)");
   app.add_option(flag("data"), paths.data, "Text corpus: first 90% train, last 10% validation");
   app.add_option(flag("log"), paths.log, "Write JSON lines here (appended to on --resume)");
   app.add_option(flag("out"), paths.out, "Checkpoint (.safetensors), written at each evaluation and at the end");
@@ -268,12 +304,16 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option(flag("temperature"), sampling.temperature, "Sampling temperature")->check(CLI::PositiveNumber);
   app.add_option(flag("top_k"), sampling.top_k, "Sample among the k likeliest characters (0: all)");
+  Placement placement;
+  app.add_option(flag("device"), placement.device, "cpu, cuda (under a launcher: cuda:LOCAL_RANK % GPUs) or cuda:N");
+  app.add_option(flag("dtype"), placement.dtype, "Matmul precision: fp32, or bf16 (bf16 operands, fp32 accumulation)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   add_config_flags(app, cfg);
   CLI11_PARSE(app, argc, argv);
 
   set_num_threads(threads);
   try {
-    return train(cfg, paths, sampling, dist);
+    return train(cfg, paths, sampling, dist, placement);
   } catch (const nn::data::DataError& e) {
     fmt::print(stderr, "train_gpt: {}\n", e.what());
     return 2;

@@ -3,6 +3,7 @@
 //
 //   train_mlp --data /usr/share/datasets/fashion-mnist --epochs 3 --batch-size 64 --hidden 256
 //   ringgrad-run --nproc-per-node 2 train_mlp --batch-size 128 --strategy ddp
+//   train_mlp --device cuda --dtype bf16     # on a GPU, matmuls with bf16 operands
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -20,6 +21,7 @@
 #include "nn/optim.h"
 #include "nn/parallel/accelerator.h"
 #include "tensor/elementwise.h"
+#include "tensor/precision.h"
 #include "tensor/random.h"
 #include "tensor/reduce.h"
 #include "tensor/threads.h"
@@ -48,23 +50,25 @@ struct Options {
   int threads = 1;
   std::string log_path;
   std::string out_path;
+  std::string device = "cpu";
+  std::string dtype = "fp32";
 };
 
 struct Evaluation {
   double accuracy = 0, loss = 0;
 };
 
-// Accuracy and mean loss over the whole test set, in batches of 1000, without a graph. Every
-// rank evaluates it all (sharded strategies need every rank in each forward).
-Evaluation evaluate(nn::Module& model, const data::ImageDataset& ds) {
+// Accuracy and mean loss over the whole test set, in batches of 1000 moved to `device`, without
+// a graph. Every rank evaluates it all (sharded strategies need every rank in each forward).
+Evaluation evaluate(nn::Module& model, const data::ImageDataset& ds, Device device) {
   NoGradGuard no_grad;
   model.eval();
   Evaluation e;
   const std::int64_t n = ds.size();
   for (std::int64_t start = 0; start < n; start += 1000) {
     const std::int64_t len = std::min<std::int64_t>(1000, n - start);
-    const Tensor logits = model(kernels::narrow(ds.images, 0, start, len));
-    const Tensor labels = kernels::narrow(ds.labels, 0, start, len);
+    const Tensor logits = model(kernels::narrow(ds.images, 0, start, len).to(device));
+    const Tensor labels = kernels::narrow(ds.labels, 0, start, len).to(device);
     e.loss += cross_entropy(logits, labels).item<double>() * static_cast<double>(len);
     e.accuracy += kernels::sum(kernels::eq(kernels::argmax(logits, 1), labels)).item<double>();
   }
@@ -75,6 +79,8 @@ Evaluation evaluate(nn::Module& model, const data::ImageDataset& ds) {
 int run(const Options& opt) {
   set_num_threads(opt.threads);
   parallel::Accelerator acc;
+  const Device device = parallel::select_device(opt.device);
+  set_matmul_precision(parse_matmul_precision(opt.dtype));
   const std::int64_t local_batch = acc.local_batch(opt.batch_size, opt.accumulation);
   const data::ImageDataset train = data::load_fashion_mnist(opt.data_dir, true);
   const data::ImageDataset test = data::load_fashion_mnist(opt.data_dir, false);
@@ -84,6 +90,7 @@ int run(const Options& opt) {
   auto model = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
       std::make_shared<nn::Linear>(features, opt.hidden), std::make_shared<nn::ReLU>(),
       std::make_shared<nn::Linear>(opt.hidden, 10)});
+  model->to(device);  // before the optimizer is made, so its state is made there too
   auto make_optimizer = [&](std::vector<nn::ParamGroup> groups) -> std::unique_ptr<nn::Optimizer> {
     if (opt.optimizer == "sgd") return std::make_unique<nn::SGD>(std::move(groups), opt.lr, opt.momentum);
     return std::make_unique<nn::Adam>(std::move(groups), nn::AdamOptions{opt.lr});
@@ -97,8 +104,9 @@ int run(const Options& opt) {
   if (!opt.log_path.empty() && acc.is_main_process()) log.open(opt.log_path);
   std::int64_t n_params = 0;
   for (const Tensor& p : model->parameters()) n_params += p.numel();
-  acc.print("MLP {}-{}-10, {} parameters, {} lr {}, strategy {}, {}\n", features, opt.hidden, n_params,
-            opt.optimizer, opt.lr, dp->name(), acc.batch_split(opt.batch_size, opt.accumulation));
+  acc.print("MLP {}-{}-10, {} parameters, {} lr {}, strategy {}, {}, on {} ({} matmuls)\n", features, opt.hidden,
+            n_params, opt.optimizer, opt.lr, dp->name(), acc.batch_split(opt.batch_size, opt.accumulation),
+            device.str(), opt.dtype);
 
   std::int64_t step = 0;
   for (int epoch = 0; epoch < opt.epochs; ++epoch) {
@@ -110,8 +118,8 @@ int run(const Options& opt) {
     dp->reset_stats();
     for (std::size_t b = 0; b < batches.size(); ++b) {
       // Micro-batches of this rank's part of the step; all but the last skip communication.
-      const Tensor x = data::take_rows(train.images, batches[b]);
-      const Tensor y = data::take_rows(train.labels, batches[b]);
+      const Tensor x = data::take_rows(train.images, batches[b]).to(device);
+      const Tensor y = data::take_rows(train.labels, batches[b]).to(device);
       const std::int64_t rows = x.size(0);
       double loss_value = 0;
       dp->zero_grad();
@@ -137,12 +145,13 @@ int run(const Options& opt) {
         const double samples_per_s = static_cast<double>(window_samples) / seconds;
         const double comm_share = dp->stats().wait_seconds / seconds;
         const double global_loss = acc.mean(loss_value);
+        const double peak_mib = parallel::peak_memory_mib(device);
         acc.print("epoch {} step {:>5} ({:>4}/{}) loss {:.4f} {:>8.0f} samples/s comm wait {:>4.1f}% peak {:.0f} MiB\n",
-                  epoch + 1, step, b + 1, batches.size(), global_loss, samples_per_s, 100 * comm_share, parallel::peak_rss_mib());
+                  epoch + 1, step, b + 1, batches.size(), global_loss, samples_per_s, 100 * comm_share, peak_mib);
         if (log) {
           log << nlohmann::json{{"step", step}, {"epoch", epoch + 1}, {"train_loss", global_loss},
                                 {"samples_per_s", samples_per_s}, {"comm_wait_share", comm_share},
-                                {"peak_rss_mib", parallel::peak_rss_mib()}}
+                                {device.is_cpu() ? "peak_rss_mib" : "peak_gpu_mib", peak_mib}}
               << "\n";
         }
         dp->reset_stats();
@@ -150,7 +159,7 @@ int run(const Options& opt) {
         window_samples = 0;
       }
     }
-    const Evaluation e = evaluate(*model, test);
+    const Evaluation e = evaluate(*model, test, device);
     acc.print("epoch {} test accuracy {:.4f} test loss {:.4f}\n", epoch + 1, e.accuracy, e.loss);
     if (log) log << nlohmann::json{{"epoch", epoch + 1}, {"test_accuracy", e.accuracy}, {"test_loss", e.loss}} << "\n";
   }
@@ -184,6 +193,9 @@ int main(int argc, char** argv) {
   app.add_option("--threads", opt.threads, "BLAS threads per process")->check(CLI::PositiveNumber);
   app.add_option("--log", opt.log_path, "Write JSON lines here (rank 0)");
   app.add_option("--out", opt.out_path, "Save a full checkpoint (.safetensors) here");
+  app.add_option("--device", opt.device, "cpu, cuda (under a launcher: cuda:LOCAL_RANK % GPUs) or cuda:N");
+  app.add_option("--dtype", opt.dtype, "Matmul precision: fp32, or bf16 (bf16 operands, fp32 accumulation)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   CLI11_PARSE(app, argc, argv);
   try {
     return run(opt);
@@ -193,5 +205,8 @@ int main(int argc, char** argv) {
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr, "train_mlp: {}\n", e.what());
     return 2;
+  } catch (const std::runtime_error& e) {  // no GPU where one was asked for
+    fmt::print(stderr, "train_mlp: {}\n", e.what());
+    return 1;
   }
 }

@@ -14,7 +14,14 @@ TrainConfig train_preset(const std::string& name) {
     c.eval_interval = 100, c.eval_iters = 5, c.log_interval = 20;
     return c;
   }
-  throw std::invalid_argument("unknown config '" + name + "' (known: baby, tiny)");
+  if (name == "shakespeare-char") {  // nanoGPT's config/train_shakespeare_char.py
+    c.model.n_layer = 6, c.model.n_head = 6, c.model.n_embd = 384, c.model.block_size = 256, c.model.dropout = 0.2;
+    c.model.bias = false, c.model.tie_weights = true;  // as nanoGPT's train.py builds it
+    c.batch_size = 64, c.max_iters = 5000, c.lr_decay_iters = 5000;
+    c.eval_interval = 250, c.eval_iters = 200, c.log_interval = 10;
+    return c;
+  }
+  throw std::invalid_argument("unknown config '" + name + "' (known: baby, shakespeare-char, tiny)");
 }
 
 }  // namespace ringgrad::nn
