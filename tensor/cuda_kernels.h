@@ -4,6 +4,7 @@
 // no tensor can live on a GPU (Storage throws), so the branch is compiled out.
 #pragma once
 
+#include "tensor/random.h"
 #include "tensor/tensor.h"
 
 #if RINGGRAD_HAVE_CUDA
@@ -19,9 +20,39 @@ namespace ringgrad::kernels::cuda {
 /// Throws std::invalid_argument "op: tensors on cuda:0 and cpu" unless all share a device.
 void check_same_device(const char* op, const Tensor& a, const Tensor& b);
 
-// --- worker A: view.cu, elementwise.cu, reduce.cu, softmax.cu, index.cu, random.cu, dropout.cu
+// --- worker A: view.cu, elementwise.cu, reduce.cu, softmax.cu, index.cu, dropout.cu
+// The CPU kernel checks shapes and dtypes before it hands over; the twins check devices.
+// (random.h fills a GPU tensor on the CPU and copies it over: it has no twin.)
 void copy_(const Tensor& dst, const Tensor& src);
 void fill_(const Tensor& dst, double value);
+
+/// The element-wise ops of elementwise.h, named for the one generic CUDA launcher.
+enum class UnaryOp { neg, exp, log, sqrt, tanh, sigmoid, relu, gelu };
+enum class BinaryOp { add, sub, mul, div, pow, eq, relu_backward, gelu_backward };
+/// op(a) into a new contiguous tensor; float32/float64 (else std::invalid_argument naming `name`).
+Tensor unary(UnaryOp op, const Tensor& a, const char* name);
+/// op(a, b) with broadcasting into a new contiguous tensor; a and b share a dtype.
+Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const char* name);
+void add_(const Tensor& dst, const Tensor& src, double alpha);
+void mul_(const Tensor& dst, double value);
+
+/// Sums `a` into a new tensor of `keep_shape` (a's rank, reduced dims of size 1).
+Tensor sum_keepdim(const Tensor& a, const Shape& keep_shape);
+/// Per row of contiguous `rows` [R, n]: the largest value into values[r] and its first index
+/// into indices[r] (contiguous, R elements each).
+void max_rows(const Tensor& rows, const Tensor& values, const Tensor& indices);
+
+/// The row kernels of softmax.h, over contiguous [R, n] rows (`y` undefined for the forward ones).
+enum class SoftmaxOp { softmax, log_softmax, softmax_backward, log_softmax_backward };
+void softmax_rows(SoftmaxOp op, const Tensor& x, const Tensor& y, const Tensor& out, const char* name);
+
+Tensor index_select(const Tensor& table, const Tensor& index);
+void index_add_(const Tensor& dst, const Tensor& index, const Tensor& src);
+/// gather / scatter_add_ along dimension `dim` (already normalised, >= 0).
+Tensor gather(const Tensor& input, std::int64_t dim, const Tensor& index);
+void scatter_add_(const Tensor& dst, std::int64_t dim, const Tensor& index, const Tensor& src);
+
+Tensor dropout_mask(const Shape& shape, double p, DType dtype, Generator& gen, Device device);
 // --- end of worker A
 
 // --- worker B: matmul, linear.cu, layer_norm.cu, attention.cu

@@ -4,16 +4,23 @@
 
 #include <stdexcept>
 
+#include "tensor/cuda_kernels.h"
+
 namespace ringgrad::kernels {
 
-Tensor dropout_mask(const Shape& shape, double p, DType dtype, Generator& gen) {
+Tensor dropout_mask(const Shape& shape, double p, DType dtype, Generator& gen, Device device) {
   if (!(p >= 0 && p < 1)) throw std::invalid_argument(fmt::format("dropout: p must be in [0, 1), got {}", p));
-  Tensor mask = Tensor::empty(shape, dtype);
+  RINGGRAD_ON_CUDA(device, cuda::dropout_mask(shape, p, dtype, gen, device));
+  Tensor mask = Tensor::empty(shape, dtype, device);
   dispatch_floating(dtype, "dropout", [&]<typename T>() {
     T* m = mask.data<T>();
     const T keep = static_cast<T>(1 / (1 - p));
-    for (std::int64_t i = 0; i < mask.numel(); ++i) m[i] = gen.next_double() < p ? T(0) : keep;
+    const std::uint64_t first = gen.offset() + 1;
+    for (std::int64_t i = 0; i < mask.numel(); ++i) {
+      m[i] = dropout_mask_value(gen.seed(), first + static_cast<std::uint64_t>(i), p, keep);
+    }
   });
+  gen.set_offset(gen.offset() + static_cast<std::uint64_t>(mask.numel()));
   return mask;
 }
 

@@ -4,20 +4,23 @@
 
 #include <algorithm>
 #include <cmath>
-#include <numbers>
-#include <type_traits>
 
 #include "tensor/cuda_kernels.h"
+#include "tensor/gelu.h"
 #include "tensor/strided_loop.h"
 #include "tensor/view.h"
 
 namespace ringgrad::kernels {
 namespace {
 
-// out[i] = op(a[i]) for floating-point a.
+using cuda::BinaryOp;
+using cuda::UnaryOp;
+
+// out[i] = op(a[i]) for floating-point a; `kind` names op for the CUDA twin.
 template <typename Op>
-Tensor map_unary(const Tensor& a, const char* name, Op op) {
-  Tensor out = Tensor::zeros(a.shape(), a.dtype());
+Tensor map_unary(const Tensor& a, [[maybe_unused]] UnaryOp kind, const char* name, Op op) {
+  RINGGRAD_ON_CUDA(a, cuda::unary(kind, a, name));
+  Tensor out = Tensor::empty(a.shape(), a.dtype());
   dispatch_floating(a.dtype(), name, [&]<typename T>() {
     T* o = out.data<T>();
     if (a.is_contiguous()) {  // the common case, as one loop the compiler can vectorise
@@ -35,17 +38,23 @@ Tensor map_unary(const Tensor& a, const char* name, Op op) {
   return out;
 }
 
-// out[i] = op(a[i], b[i]) after broadcasting a and b to a common shape.
-template <typename Op>
-Tensor map_binary(const Tensor& a, const Tensor& b, const char* name, Op op) {
+void check_same_dtype(const Tensor& a, const Tensor& b, const char* name) {
   if (a.dtype() != b.dtype()) {
     throw std::invalid_argument(fmt::format("{}: dtype mismatch, {} and {}", name,
                                             dtype_name(a.dtype()), dtype_name(b.dtype())));
   }
+}
+
+// out[i] = op(a[i], b[i]) after broadcasting a and b to a common shape. The CUDA twin takes
+// over when either input is on a GPU (and throws unless both are on the same one).
+template <typename Op>
+Tensor map_binary(const Tensor& a, const Tensor& b, [[maybe_unused]] BinaryOp kind, const char* name, Op op) {
+  check_same_dtype(a, b, name);
+  RINGGRAD_ON_CUDA(a.is_cuda() ? a : b, cuda::binary(kind, a, b, name));
   const Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   const Tensor ea = expand(a, shape);
   const Tensor eb = expand(b, shape);
-  Tensor out = Tensor::zeros(shape, a.dtype());
+  Tensor out = Tensor::empty(shape, a.dtype());
   dispatch_all(a.dtype(), [&]<typename T>() {
     T* o = reinterpret_cast<T*>(out.storage()->data());
     const T* x = reinterpret_cast<const T*>(ea.storage()->data());
@@ -67,51 +76,6 @@ Tensor map_binary(const Tensor& a, const Tensor& b, const char* name, Op op) {
   return out;
 }
 
-// The two constants of the tanh approximation of GELU.
-constexpr double kGeluScale = 0.7978845608028654;  // sqrt(2 / pi)
-constexpr double kGeluCubic = 0.044715;
-
-// tanh for GELU. float: Eigen's 13/6 rational approximation on [-7.9, 7.9] (saturated
-// beyond), within a few ulp; being calls-free it vectorises, where std::tanh made GELU a
-// quarter of a GPT training step. double (gradient checks) keeps std::tanh.
-template <typename T>
-T gelu_tanh(T u) {
-  if constexpr (std::is_same_v<T, float>) {
-    constexpr float kClamp = 7.90531110763549805f;  // plain selects, which vectorise
-    float x = u > kClamp ? kClamp : u;
-    x = x < -kClamp ? -kClamp : x;
-    const float x2 = x * x;
-    float p = x2 * -2.76076847742355e-16f + 2.00018790482477e-13f;
-    p = p * x2 + -8.60467152213735e-11f;
-    p = p * x2 + 5.12229709037114e-08f;
-    p = p * x2 + 1.48572235717979e-05f;
-    p = p * x2 + 6.37261928875436e-04f;
-    p = p * x2 + 4.89352455891786e-03f;
-    float q = x2 * 1.19825839466702e-06f + 1.18534705686654e-04f;
-    q = q * x2 + 2.26843463243900e-03f;
-    q = q * x2 + 4.89352518554385e-03f;
-    return x * p / q;
-  } else {
-    return std::tanh(u);
-  }
-}
-
-template <typename T>
-T gelu_value(T x) {
-  const T inner = T(kGeluScale) * (x + T(kGeluCubic) * x * x * x);
-  return T(0.5) * x * (1 + gelu_tanh(inner));
-}
-
-// g * d gelu(v) / dv.
-template <typename T>
-T gelu_grad(T g, T v) {
-  const T inner = T(kGeluScale) * (v + T(kGeluCubic) * v * v * v);
-  const T t = gelu_tanh(inner);
-  const T d_inner = T(kGeluScale) * (1 + 3 * T(kGeluCubic) * v * v);
-  // d/dx [x/2 (1 + tanh u)] = (1 + tanh u)/2 + x/2 (1 - tanh^2 u) du/dx
-  return g * (T(0.5) * (1 + t) + T(0.5) * v * (1 - t * t) * d_inner);
-}
-
 // GELU is the one element-wise op of a GPT step large enough to matter (B T 4C elements per
 // block, forward and backward), so its float32 loops are compiled twice, for AVX-512 and for
 // the baseline, and the CPU picks one at load time (GCC function multiversioning).
@@ -127,67 +91,65 @@ __attribute__((target_clones("avx512f", "default"))) void gelu_backward_f32(cons
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b) {
-  return map_binary(a, b, "add", [](auto x, auto y) { return x + y; });
+  return map_binary(a, b, BinaryOp::add, "add", [](auto x, auto y) { return x + y; });
 }
 Tensor sub(const Tensor& a, const Tensor& b) {
-  return map_binary(a, b, "sub", [](auto x, auto y) { return x - y; });
+  return map_binary(a, b, BinaryOp::sub, "sub", [](auto x, auto y) { return x - y; });
 }
 Tensor mul(const Tensor& a, const Tensor& b) {
-  return map_binary(a, b, "mul", [](auto x, auto y) { return x * y; });
+  return map_binary(a, b, BinaryOp::mul, "mul", [](auto x, auto y) { return x * y; });
 }
 Tensor div(const Tensor& a, const Tensor& b) {
-  return map_binary(a, b, "div", [](auto x, auto y) { return x / y; });
+  return map_binary(a, b, BinaryOp::div, "div", [](auto x, auto y) { return x / y; });
 }
 Tensor pow(const Tensor& a, const Tensor& b) {
-  return map_binary(a, b, "pow", [](auto x, auto y) { return static_cast<decltype(x)>(std::pow(x, y)); });
+  return map_binary(a, b, BinaryOp::pow, "pow", [](auto x, auto y) { return static_cast<decltype(x)>(std::pow(x, y)); });
 }
 Tensor eq(const Tensor& a, const Tensor& b) {
-  return map_binary(a, b, "eq", [](auto x, auto y) { return static_cast<decltype(x)>(x == y); });
+  return map_binary(a, b, BinaryOp::eq, "eq", [](auto x, auto y) { return static_cast<decltype(x)>(x == y); });
 }
-Tensor add(const Tensor& a, double b) { return add(a, Tensor::scalar(b, a.dtype())); }
-Tensor mul(const Tensor& a, double b) { return mul(a, Tensor::scalar(b, a.dtype())); }
-Tensor pow(const Tensor& a, double exponent) { return pow(a, Tensor::scalar(exponent, a.dtype())); }
+Tensor add(const Tensor& a, double b) { return add(a, Tensor::scalar(b, a.dtype(), a.device())); }
+Tensor mul(const Tensor& a, double b) { return mul(a, Tensor::scalar(b, a.dtype(), a.device())); }
+Tensor pow(const Tensor& a, double exponent) { return pow(a, Tensor::scalar(exponent, a.dtype(), a.device())); }
 
-Tensor neg(const Tensor& a) { return map_unary(a, "neg", [](auto x) { return -x; }); }
-Tensor exp(const Tensor& a) { return map_unary(a, "exp", [](auto x) { return std::exp(x); }); }
-Tensor log(const Tensor& a) { return map_unary(a, "log", [](auto x) { return std::log(x); }); }
-Tensor sqrt(const Tensor& a) { return map_unary(a, "sqrt", [](auto x) { return std::sqrt(x); }); }
-Tensor tanh(const Tensor& a) { return map_unary(a, "tanh", [](auto x) { return std::tanh(x); }); }
+Tensor neg(const Tensor& a) { return map_unary(a, UnaryOp::neg, "neg", [](auto x) { return -x; }); }
+Tensor exp(const Tensor& a) { return map_unary(a, UnaryOp::exp, "exp", [](auto x) { return std::exp(x); }); }
+Tensor log(const Tensor& a) { return map_unary(a, UnaryOp::log, "log", [](auto x) { return std::log(x); }); }
+Tensor sqrt(const Tensor& a) { return map_unary(a, UnaryOp::sqrt, "sqrt", [](auto x) { return std::sqrt(x); }); }
+Tensor tanh(const Tensor& a) { return map_unary(a, UnaryOp::tanh, "tanh", [](auto x) { return std::tanh(x); }); }
 Tensor sigmoid(const Tensor& a) {
-  return map_unary(a, "sigmoid", [](auto x) { return 1 / (1 + std::exp(-x)); });
+  return map_unary(a, UnaryOp::sigmoid, "sigmoid", [](auto x) { return 1 / (1 + std::exp(-x)); });
 }
 Tensor relu(const Tensor& a) {
-  return map_unary(a, "relu", [](auto x) { return x > 0 ? x : decltype(x){0}; });
+  return map_unary(a, UnaryOp::relu, "relu", [](auto x) { return x > 0 ? x : decltype(x){0}; });
 }
 Tensor gelu(const Tensor& a) {
-  if (a.dtype() == DType::Float32 && a.is_contiguous()) {
+  if (!a.is_cuda() && a.dtype() == DType::Float32 && a.is_contiguous()) {
     Tensor out = Tensor::empty(a.shape(), a.dtype());
     gelu_f32(a.data<float>(), out.data<float>(), a.numel());
     return out;
   }
-  return map_unary(a, "gelu", [](auto x) { return gelu_value(x); });
+  return map_unary(a, UnaryOp::gelu, "gelu", [](auto x) { return gelu_value(x); });
 }
 
 Tensor relu_backward(const Tensor& grad, const Tensor& x) {
-  return map_binary(grad, x, "relu_backward",
+  return map_binary(grad, x, BinaryOp::relu_backward, "relu_backward",
                     [](auto g, auto v) { return v > 0 ? g : decltype(g){0}; });
 }
 
 Tensor gelu_backward(const Tensor& grad, const Tensor& x) {
-  if (grad.dtype() == DType::Float32 && x.dtype() == DType::Float32 && grad.shape() == x.shape() &&
-      grad.is_contiguous() && x.is_contiguous()) {
+  if (!grad.is_cuda() && !x.is_cuda() && grad.dtype() == DType::Float32 && x.dtype() == DType::Float32 &&
+      grad.shape() == x.shape() && grad.is_contiguous() && x.is_contiguous()) {
     Tensor out = Tensor::empty(x.shape(), x.dtype());
     gelu_backward_f32(grad.data<float>(), x.data<float>(), out.data<float>(), x.numel());
     return out;
   }
-  return map_binary(grad, x, "gelu_backward", [](auto g, auto v) { return gelu_grad(g, v); });
+  return map_binary(grad, x, BinaryOp::gelu_backward, "gelu_backward", [](auto g, auto v) { return gelu_grad(g, v); });
 }
 
 void add_(const Tensor& dst, const Tensor& src, double alpha) {
-  if (dst.dtype() != src.dtype()) {
-    throw std::invalid_argument(fmt::format("add_: dtype mismatch, {} and {}",
-                                            dtype_name(dst.dtype()), dtype_name(src.dtype())));
-  }
+  check_same_dtype(dst, src, "add_");
+  RINGGRAD_ON_CUDA(dst.is_cuda() ? dst : src, cuda::add_(dst, src, alpha));
   const Tensor s = expand(src, dst.shape());
   dispatch_all(dst.dtype(), [&]<typename T>() {
     T* d = reinterpret_cast<T*>(dst.storage()->data());
@@ -203,6 +165,7 @@ void add_(const Tensor& dst, const Tensor& src, double alpha) {
 }
 
 void mul_(const Tensor& dst, double value) {
+  RINGGRAD_ON_CUDA(dst, cuda::mul_(dst, value));
   dispatch_all(dst.dtype(), [&]<typename T>() {
     T* d = reinterpret_cast<T*>(dst.storage()->data());
     const T v = static_cast<T>(value);

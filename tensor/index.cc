@@ -4,6 +4,7 @@
 
 #include <cstring>
 
+#include "tensor/cuda_kernels.h"
 #include "tensor/strided_loop.h"
 #include "tensor/view.h"
 
@@ -23,10 +24,9 @@ std::int64_t checked(std::int64_t i, std::int64_t size, const char* op) {
   return i;
 }
 
-// Calls fn(position_in_other, position_in_index_tensor_order, index_value) for gather/scatter:
-// `other` is walked with index's shape except along `dim`, where the index value picks.
-template <typename Fn>
-void along_dim(const Tensor& other, std::int64_t dim, const Tensor& index, const char* op, Fn fn) {
+// Checks gather/scatter_add_'s index against `other` (the input or destination) and returns
+// `dim` normalised.
+std::int64_t check_along_dim(const Tensor& other, std::int64_t dim, const Tensor& index, const char* op) {
   check_index(index, op);
   const auto d = static_cast<std::size_t>(normalize_dim(dim, other.dim(), op));
   if (index.dim() != other.dim()) {
@@ -39,6 +39,13 @@ void along_dim(const Tensor& other, std::int64_t dim, const Tensor& index, const
                                               shape_str(index.shape()), shape_str(other.shape()), i));
     }
   }
+  return static_cast<std::int64_t>(d);
+}
+
+// Calls fn(position_in_other, position_in_index_tensor_order) for gather/scatter on the CPU:
+// `other` is walked with index's shape except along dim `d`, where the index value picks.
+template <typename Fn>
+void along_dim(const Tensor& other, std::size_t d, const Tensor& index, const char* op, Fn fn) {
   Strides walk = other.strides();
   walk[d] = 0;  // along `dim` the index value decides, not the loop position
   const std::int64_t* idx = reinterpret_cast<const std::int64_t*>(index.storage()->data());
@@ -56,6 +63,7 @@ void along_dim(const Tensor& other, std::int64_t dim, const Tensor& index, const
 
 Tensor index_select(const Tensor& table, const Tensor& index) {
   check_index(index, "index_select");
+  RINGGRAD_ON_CUDA(table.is_cuda() ? table : index, cuda::index_select(table, index));
   const Tensor rows = contiguous(table);
   const Tensor idx = contiguous(index);
   Shape shape = index.shape();
@@ -83,6 +91,7 @@ void index_add_(const Tensor& dst, const Tensor& index, const Tensor& src) {
     throw std::invalid_argument(fmt::format("index_add_: source {} does not match {} rows of {}",
                                             shape_str(src.shape()), idx.numel(), shape_str(dst.shape())));
   }
+  RINGGRAD_ON_CUDA(dst.is_cuda() ? dst : index, cuda::index_add_(dst, idx, s));
   dispatch_floating(dst.dtype(), "index_add_", [&]<typename T>() {
     T* d = dst.data<T>();
     const T* x = s.data<T>();
@@ -95,11 +104,13 @@ void index_add_(const Tensor& dst, const Tensor& index, const Tensor& src) {
 }
 
 Tensor gather(const Tensor& input, std::int64_t dim, const Tensor& index) {
+  const std::int64_t d = check_along_dim(input, dim, index, "gather");
+  RINGGRAD_ON_CUDA(input.is_cuda() ? input : index, cuda::gather(input, d, index));
   Tensor out = Tensor::zeros(index.shape(), input.dtype());
   dispatch_all(input.dtype(), [&]<typename T>() {
     const T* in = reinterpret_cast<const T*>(input.storage()->data());
     T* o = out.data<T>();
-    along_dim(input, dim, index, "gather", [&](std::int64_t at, std::int64_t pos) { o[pos] = in[at]; });
+    along_dim(input, static_cast<std::size_t>(d), index, "gather", [&](std::int64_t at, std::int64_t pos) { o[pos] = in[at]; });
   });
   return out;
 }
@@ -109,11 +120,14 @@ void scatter_add_(const Tensor& dst, std::int64_t dim, const Tensor& index, cons
     throw std::invalid_argument(fmt::format("scatter_add_: source {} and index {} differ",
                                             shape_str(src.shape()), shape_str(index.shape())));
   }
+  const std::int64_t d = check_along_dim(dst, dim, index, "scatter_add_");
+  RINGGRAD_ON_CUDA(dst.is_cuda() ? dst : index, cuda::scatter_add_(dst, d, index, src));
   const Tensor s = contiguous(src);
   dispatch_all(dst.dtype(), [&]<typename T>() {
-    T* d = reinterpret_cast<T*>(dst.storage()->data());
+    T* out = reinterpret_cast<T*>(dst.storage()->data());
     const T* x = s.data<T>();
-    along_dim(dst, dim, index, "scatter_add_", [&](std::int64_t at, std::int64_t pos) { d[at] += x[pos]; });
+    along_dim(dst, static_cast<std::size_t>(d), index, "scatter_add_",
+              [&](std::int64_t at, std::int64_t pos) { out[at] += x[pos]; });
   });
 }
 

@@ -48,7 +48,7 @@ struct Printer {
 
 std::string to_string(const Tensor& t) {
   if (!t.defined()) return "tensor(undefined)";
-  const std::vector<double> values = t.to_vector<double>();
+  const std::vector<double> values = t.to_vector<double>();  // copied from the GPU if need be
   const bool is_int = t.dtype() == DType::Int64;
   std::size_t width = 1;
   Printer p{values, t.shape(), is_int, t.numel() > kSummarizeAbove, 1};
@@ -56,6 +56,8 @@ std::string to_string(const Tensor& t) {
   p.width = width;
   std::string out = "tensor(";
   p.block(out, 0, 0, 7);
+  // As PyTorch: the device when it is not the CPU, then the dtype when it is not the default.
+  if (t.is_cuda()) out += ", device='" + t.device().str() + "'";
   if (t.dtype() != DType::Float32) out += ", dtype=" + dtype_name(t.dtype());
   return out + ")";
 }

@@ -4,19 +4,16 @@
 #include <numbers>
 #include <utility>
 
+#include "tensor/counter_rng.h"
 #include "tensor/strided_loop.h"
+#include "tensor/view.h"
 
 namespace ringgrad {
 
-std::uint64_t Generator::next_u64() {
-  // SplitMix64 of (seed, counter): each draw is independent of the others' order.
-  std::uint64_t z = seed_ + 0x9E3779B97F4A7C15ULL * (++offset_);
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
+// Each draw is a hash of (seed, counter), independent of the others' order (counter_rng.h).
+std::uint64_t Generator::next_u64() { return splitmix64(seed_, ++offset_); }
 
-double Generator::next_double() { return static_cast<double>(next_u64() >> 11) * 0x1.0p-53; }
+double Generator::next_double() { return uniform_double(seed_, ++offset_); }
 
 double Generator::next_normal() {
   const double u1 = 1.0 - next_double();  // in (0, 1], so log is finite
@@ -42,8 +39,17 @@ void manual_seed(std::uint64_t seed) { default_generator() = Generator(seed); }
 
 namespace kernels {
 namespace {
+// Values go in row-major order whatever the strides, so a tensor gets the same values on any
+// device. A GPU tensor is filled on the CPU and copied over: this only runs when a model is
+// initialised, so a kernel would buy nothing but a second implementation to keep in step.
 template <typename Draw>
 void fill_random(const Tensor& t, const char* op, Draw draw) {
+  if (t.is_cuda()) {
+    const Tensor host = Tensor::empty(t.shape(), t.dtype());
+    fill_random(host, op, draw);
+    copy_(t, host);
+    return;
+  }
   dispatch_floating(t.dtype(), op, [&]<typename T>() {
     T* base = reinterpret_cast<T*>(t.storage()->data());
     for_each_row<1>(t.shape(), {t.strides()}, {t.offset()}, [&](auto off, std::int64_t n, auto step) {

@@ -38,9 +38,10 @@ Generator& default_generator();
 void manual_seed(std::uint64_t seed);
 
 namespace kernels {
-/// Fills t (float32/float64) in place with U[low, high).
+/// Fills t (float32/float64, any device) in place with U[low, high); a GPU tensor gets the
+/// values a CPU tensor would.
 void uniform_(const Tensor& t, double low, double high, Generator& gen = default_generator());
-/// Fills t (float32/float64) in place with N(mean, std^2).
+/// Fills t (float32/float64, any device) in place with N(mean, std^2).
 void normal_(const Tensor& t, double mean, double std, Generator& gen = default_generator());
 }  // namespace kernels
 

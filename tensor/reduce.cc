@@ -4,6 +4,7 @@
 
 #include <type_traits>
 
+#include "tensor/cuda_kernels.h"
 #include "tensor/elementwise.h"
 #include "tensor/strided_loop.h"
 #include "tensor/view.h"
@@ -14,6 +15,7 @@ namespace {
 // Sums `a` into a tensor of `keep_shape` (same rank as a, reduced dims of size 1). The output
 // is viewed with stride 0 along reduced dims, so one strided loop does every case.
 Tensor sum_keepdim(const Tensor& a, const Shape& keep_shape) {
+  RINGGRAD_ON_CUDA(a, cuda::sum_keepdim(a, keep_shape));
   Tensor out = Tensor::zeros(keep_shape, a.dtype());
   const Tensor spread = expand(out, a.shape());
   dispatch_all(a.dtype(), [&]<typename T>() {
@@ -35,6 +37,27 @@ Tensor sum_keepdim(const Tensor& a, const Shape& keep_shape) {
                     });
   });
   return out;
+}
+
+// Per row of contiguous rows [R, n]: the largest value and its first index, into values and
+// indices (contiguous, R elements each).
+void max_rows(const Tensor& rows, const Tensor& values, const Tensor& indices) {
+  RINGGRAD_ON_CUDA(rows, cuda::max_rows(rows, values, indices));
+  const std::int64_t n = rows.size(-1);
+  dispatch_all(rows.dtype(), [&]<typename T>() {
+    const T* x = rows.data<T>();
+    T* v = values.data<T>();
+    std::int64_t* idx = indices.data<std::int64_t>();
+    for (std::int64_t r = 0; r < values.numel(); ++r) {
+      const T* row = x + r * n;
+      std::int64_t best = 0;
+      for (std::int64_t j = 1; j < n; ++j) {
+        if (row[j] > row[best]) best = j;
+      }
+      v[r] = row[best];
+      idx[r] = best;
+    }
+  });
 }
 
 // Shape with the reduced dims set to 1; `dims` empty means every dim.
@@ -83,26 +106,11 @@ std::pair<Tensor, Tensor> max(const Tensor& a, std::int64_t dim, bool keepdim) {
   }
   order.push_back(d);
   const Tensor rows = contiguous(permute(a, order));
-  const std::int64_t n = rows.size(-1);
-  const std::int64_t count = rows.numel() / n;
   Shape keep = a.shape();
   keep[static_cast<std::size_t>(d)] = 1;
-  Tensor values = Tensor::zeros(keep, a.dtype());
-  Tensor indices = Tensor::zeros(keep, DType::Int64);
-  dispatch_all(a.dtype(), [&]<typename T>() {
-    const T* x = rows.data<T>();
-    T* v = values.data<T>();
-    std::int64_t* idx = indices.data<std::int64_t>();
-    for (std::int64_t r = 0; r < count; ++r) {
-      const T* row = x + r * n;
-      std::int64_t best = 0;
-      for (std::int64_t j = 1; j < n; ++j) {
-        if (row[j] > row[best]) best = j;
-      }
-      v[r] = row[best];
-      idx[r] = best;
-    }
-  });
+  Tensor values = Tensor::empty(keep, a.dtype(), a.device());
+  Tensor indices = Tensor::empty(keep, DType::Int64, a.device());
+  max_rows(rows, values, indices);
   if (!keepdim) return {squeeze(values, d), squeeze(indices, d)};
   return {values, indices};
 }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <stdexcept>
 
 #include "tensor/cuda_runtime.h"
 #include "tensor/elementwise.h"
@@ -23,15 +24,26 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides,
   }
 }
 
-Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) {
+namespace {
+// A contiguous tensor of `shape` on `device`. A GPU that is not there is reported as such,
+// rather than as whatever the first CUDA call on it fails with.
+Tensor make_tensor(const Shape& shape, DType dtype, Device device, bool zeroed) {
+  if (device.is_cuda()) {
+    static const int visible = cuda::device_count();
+    if (device.index < 0 || device.index >= visible) {
+      throw std::runtime_error(fmt::format("cannot place a tensor on {}: {}", device.str(),
+                                           visible == 0 ? cuda::unavailable_reason()
+                                                        : fmt::format("only {} GPU(s) visible", visible)));
+    }
+  }
   const auto bytes = static_cast<std::size_t>(ringgrad::numel(shape)) * dtype_size(dtype);
-  return Tensor(std::make_shared<Storage>(bytes, true, device), shape, contiguous_strides(shape), 0, dtype);
+  return Tensor(std::make_shared<Storage>(bytes, zeroed, device), shape, contiguous_strides(shape), 0, dtype);
 }
+}  // namespace
 
-Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
-  const auto bytes = static_cast<std::size_t>(ringgrad::numel(shape)) * dtype_size(dtype);
-  return Tensor(std::make_shared<Storage>(bytes, false, device), shape, contiguous_strides(shape), 0, dtype);
-}
+Tensor Tensor::zeros(const Shape& shape, DType dtype, Device device) { return make_tensor(shape, dtype, device, true); }
+
+Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) { return make_tensor(shape, dtype, device, false); }
 
 Tensor Tensor::ones(const Shape& shape, DType dtype, Device device) { return full(shape, 1.0, dtype, device); }
 
