@@ -21,7 +21,7 @@ void backward(const Tensor& root, const Tensor& grad) {
       throw std::invalid_argument("backward: a gradient is needed for a non-scalar output of shape " +
                                   shape_str(root.shape()));
     }
-    seed = Tensor::ones(root.shape(), root.dtype());
+    seed = Tensor::ones(root.shape(), root.dtype(), root.device());
   } else if (seed.shape() != root.shape()) {
     throw std::invalid_argument("backward: gradient shape " + shape_str(seed.shape()) +
                                 " does not match output shape " + shape_str(root.shape()));

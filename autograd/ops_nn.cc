@@ -51,7 +51,7 @@ Tensor log_softmax(const Tensor& a, std::int64_t dim) {
 Tensor embedding(const Tensor& weight, const Tensor& indices) {
   return record("embedding", k::index_select(weight, indices), {weight},
                 [shape = weight.shape(), indices](const Tensor& g) {
-                  Tensor grad = Tensor::zeros(shape, g.dtype());
+                  Tensor grad = Tensor::zeros(shape, g.dtype(), g.device());
                   k::index_add_(grad, indices, g);
                   return std::vector<Tensor>{grad};
                 });
@@ -59,7 +59,7 @@ Tensor embedding(const Tensor& weight, const Tensor& indices) {
 
 Tensor gather(const Tensor& a, std::int64_t dim, const Tensor& index) {
   return record("gather", k::gather(a, dim, index), {a}, [shape = a.shape(), dim, index](const Tensor& g) {
-    Tensor grad = Tensor::zeros(shape, g.dtype());
+    Tensor grad = Tensor::zeros(shape, g.dtype(), g.device());
     k::scatter_add_(grad, dim, index, g);
     return std::vector<Tensor>{grad};
   });
@@ -83,7 +83,7 @@ Tensor cross_entropy(const Tensor& logits, const Tensor& targets) {
                 [log_probs, picks, n, shape = logits.shape()](const Tensor& g) {
                   // d loss / d logits = (softmax - one_hot) / N, times the incoming scalar.
                   Tensor grad = k::exp(log_probs);
-                  k::scatter_add_(grad, 1, picks, Tensor::full(picks.shape(), -1.0, grad.dtype()));
+                  k::scatter_add_(grad, 1, picks, Tensor::full(picks.shape(), -1.0, grad.dtype(), grad.device()));
                   k::mul_(grad, g.item<double>() / static_cast<double>(n));
                   return std::vector<Tensor>{k::view(grad, shape)};
                 });

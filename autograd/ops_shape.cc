@@ -67,7 +67,7 @@ Tensor permute(const Tensor& a, const std::vector<std::int64_t>& dims) {
 
 Tensor narrow(const Tensor& a, std::int64_t dim, std::int64_t start, std::int64_t length) {
   return record("narrow", k::narrow(a, dim, start, length), {a}, [shape = a.shape(), dim, start, length](const Tensor& g) {
-    Tensor full = Tensor::zeros(shape, g.dtype());
+    Tensor full = Tensor::zeros(shape, g.dtype(), g.device());
     k::copy_(k::narrow(full, dim, start, length), g);
     return std::vector<Tensor>{full};
   });
@@ -94,7 +94,7 @@ Tensor amax(const Tensor& a, std::int64_t dim, bool keepdim) {
   auto [values, indices] = k::max(a, dim, true);
   Tensor out = keepdim ? values : k::squeeze(values, dim);
   return record("amax", out, {a}, [shape = a.shape(), indices, dim](const Tensor& g) {
-    Tensor grad = Tensor::zeros(shape, g.dtype());
+    Tensor grad = Tensor::zeros(shape, g.dtype(), g.device());
     k::scatter_add_(grad, dim, indices, k::reshape(g, indices.shape()));
     return std::vector<Tensor>{grad};
   });

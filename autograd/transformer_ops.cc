@@ -37,7 +37,7 @@ Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head) {
 
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen) {
   if (!training || p == 0) return x;
-  const Tensor mask = k::dropout_mask(x.shape(), p, x.dtype(), gen);
+  const Tensor mask = k::dropout_mask(x.shape(), p, x.dtype(), gen, x.device());
   return record("dropout", k::mul(x, mask), {x}, [mask](const Tensor& g) {
     return std::vector<Tensor>{k::mul(g, mask)};
   });

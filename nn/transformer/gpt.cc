@@ -14,6 +14,7 @@
 #include "autograd/ops.h"
 #include "autograd/transformer_ops.h"
 #include "tensor/elementwise.h"
+#include "tensor/view.h"
 
 namespace ringgrad::nn {
 
@@ -49,7 +50,7 @@ Tensor GPT::forward(const Tensor& idx) {
     throw std::invalid_argument(fmt::format("GPT: need token ids [B, T] with T <= block_size {}, got {}",
                                             config_.block_size, shape_str(idx.shape())));
   }
-  const Tensor pos = Tensor::arange(idx.size(1));
+  const Tensor pos = Tensor::arange(idx.size(1)).to(idx.device());
   Tensor x = dropout((*wte)(idx) + (*wpe)(pos), config_.dropout, is_training());  // [B, T, C] + [T, C]
   for (auto& block : h) x = (*block)(x);
   x = (*ln_f)(x);
@@ -75,9 +76,10 @@ Tensor GPT::generate(const Tensor& idx, std::int64_t max_new_tokens, double temp
     const std::int64_t len = std::min<std::int64_t>(static_cast<std::int64_t>(rows[0].size()), config_.block_size);
     std::vector<std::int64_t> context;
     for (const auto& r : rows) context.insert(context.end(), r.end() - len, r.end());
-    const Tensor logits = forward(Tensor::from_vector(context, {batch, len}));  // [B, len, V]
+    const Tensor logits = forward(Tensor::from_vector(context, {batch, len}).to(device()));  // [B, len, V]
+    const Tensor last_logits = kernels::to_dtype(kernels::narrow(logits, 1, len - 1, 1), DType::Float32).cpu();  // [B, 1, V]
     for (std::int64_t b = 0; b < batch; ++b) {
-      const float* last = logits.data<float>() + (b * len + len - 1) * v;
+      const float* last = last_logits.data<float>() + b * v;
       // Keep the top_k largest logits: everything below the k-th largest gets probability 0.
       float cutoff = -std::numeric_limits<float>::infinity();
       if (top_k > 0 && top_k < v) {
@@ -108,7 +110,7 @@ Tensor GPT::generate(const Tensor& idx, std::int64_t max_new_tokens, double temp
   train(was_training);
   std::vector<std::int64_t> flat;
   for (const auto& r : rows) flat.insert(flat.end(), r.begin(), r.end());
-  return Tensor::from_vector(flat, {batch, static_cast<std::int64_t>(rows[0].size())});
+  return Tensor::from_vector(flat, {batch, static_cast<std::int64_t>(rows[0].size())}).to(idx.device());
 }
 
 }  // namespace ringgrad::nn

@@ -25,18 +25,21 @@ class GPT : public Module {
   /// Throws std::invalid_argument for a config with n_embd not divisible by n_head.
   explicit GPT(const GPTConfig& config);
 
-  /// idx: int64 [B, T] token ids, T <= block_size -> logits [B, T, V] (float32).
-  /// Throws std::invalid_argument when T exceeds block_size or idx is not [B, T].
+  /// idx: int64 [B, T] token ids, T <= block_size, on the model's device -> logits [B, T, V]
+  /// (float32). Throws std::invalid_argument when T exceeds block_size or idx is not [B, T].
   Tensor forward(const Tensor& idx) override;
 
   /// Continues each row of idx [B, T0] by max_new_tokens sampled tokens -> [B, T0 + n].
   /// Each step feeds the last block_size tokens, divides the last logits by `temperature`
   /// (> 0; lower is greedier), keeps the `top_k` largest (0 keeps all) and samples from
-  /// their softmax with `gen`. Runs in eval mode without recording a graph.
+  /// their softmax with `gen` (on the CPU: only the last logits are copied from a GPU). Runs in
+  /// eval mode without recording a graph; idx may be on any device, the result is on idx's.
   Tensor generate(const Tensor& idx, std::int64_t max_new_tokens, double temperature, std::int64_t top_k,
                   Generator& gen);
 
   const GPTConfig& config() const { return config_; }
+  /// Where the parameters are (Module::to moves them all together).
+  Device device() const { return wte->weight.device(); }
 
   std::shared_ptr<Embedding> wte, wpe;
   std::vector<std::shared_ptr<Block>> h;

@@ -15,7 +15,8 @@ std::vector<ParamGroup> weight_decay_groups(const Module& model, double weight_d
 
 StepResult train_step(GPT& model, AdamW& optimizer, const data::Batch& batch, double lr, double grad_clip) {
   optimizer.zero_grad();
-  const Tensor loss = cross_entropy(model(batch.x), batch.y);
+  // The data loaders make CPU batches; the model's device is where the step runs.
+  const Tensor loss = cross_entropy(model(batch.x.to(model.device())), batch.y.to(model.device()));
   backward(loss);
   profile::ProfileScope scope(profile::OpKind::Optimizer);
   const double norm = grad_clip > 0 ? clip_grad_norm_(model.parameters(), grad_clip) : 0.0;
@@ -33,7 +34,7 @@ double estimate_loss(GPT& model, const data::CharDataset& dataset, data::Split s
   double total = 0;
   for (std::int64_t i = 0; i < batches; ++i) {
     const data::Batch b = dataset.get_batch(split, batch_size, model.config().block_size, gen);
-    total += cross_entropy(model(b.x), b.y).item<double>();
+    total += cross_entropy(model(b.x.to(model.device())), b.y.to(model.device())).item<double>();
   }
   model.train(was_training);
   return total / static_cast<double>(batches);

@@ -22,7 +22,8 @@ struct StepResult {
   double grad_norm;  // global L2 norm of the gradients, before clipping
 };
 
-/// zero_grad, logits = model(batch.x), loss = cross_entropy(logits, batch.y), backward
+/// zero_grad, logits = model(batch.x), loss = cross_entropy(logits, batch.y) (the batch is moved
+/// to the model's device first, when it is not there), backward
 /// (the graph and its activations are freed as it runs), clip_grad_norm_(grad_clip) unless
 /// grad_clip is 0, optimizer.set_lr(lr), optimizer.step().
 StepResult train_step(GPT& model, AdamW& optimizer, const data::Batch& batch, double lr, double grad_clip);
