@@ -8,6 +8,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "tensor/cuda_kernels.h"
 #include "tensor/gemm.h"
 #include "tensor/lanes.h"
 #include "tensor/view.h"
@@ -62,13 +63,9 @@ void gemm_strided(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t
   gemm(g);
 }
 
-}  // namespace
-
-AttentionOutput causal_attention(const Tensor& qkv_in, std::int64_t n_head) {
-  const Dims d = check_qkv(qkv_in, n_head);
-  const Tensor qkv = contiguous(qkv_in);
-  // Written in full: each head's GEMMs fill its channels of y and its T x T block of att.
-  AttentionOutput out{Tensor::empty({d.b, d.t, d.c}, qkv.dtype()), Tensor::empty({d.b, d.h, d.t, d.t}, qkv.dtype())};
+// The forward pass of contiguous qkv into `out`.
+void causal_attention_into(const Tensor& qkv, const Dims& d, const AttentionOutput& out) {
+  RINGGRAD_ON_CUDA(qkv, cuda::causal_attention(qkv, d.h, out.y, out.att));
   dispatch_floating(qkv.dtype(), "causal_attention", [&]<typename T>() {
     const T scale = static_cast<T>(1 / std::sqrt(static_cast<double>(d.hs)));
     const std::int64_t row = 3 * d.c;  // stride between time steps in qkv
@@ -92,13 +89,12 @@ AttentionOutput causal_attention(const Tensor& qkv_in, std::int64_t n_head) {
       }
     }
   });
-  return out;
 }
 
-Tensor causal_attention_backward(const Tensor& dy_in, const Tensor& qkv_in, const Tensor& att, std::int64_t n_head) {
-  const Dims d = check_qkv(qkv_in, n_head);
-  const Tensor qkv = contiguous(qkv_in), dy = contiguous(dy_in);
-  Tensor dqkv = Tensor::empty(qkv.shape(), qkv.dtype());  // every head writes its q, k, v slices
+// The backward pass into dqkv; dy, qkv and att contiguous.
+void causal_attention_backward_into(const Tensor& dy, const Tensor& qkv, const Tensor& att, const Dims& d,
+                                    const Tensor& dqkv) {
+  RINGGRAD_ON_CUDA(qkv, cuda::causal_attention_backward(dy, qkv, att, d.h, dqkv));
   Tensor scratch = Tensor::empty({d.t, d.t}, qkv.dtype());  // dP, then dS, of one head
   dispatch_floating(qkv.dtype(), "causal_attention_backward", [&]<typename T>() {
     const T scale = static_cast<T>(1 / std::sqrt(static_cast<double>(d.hs)));
@@ -129,6 +125,28 @@ Tensor causal_attention_backward(const Tensor& dy_in, const Tensor& qkv_in, cons
       }
     }
   });
+}
+
+}  // namespace
+
+AttentionOutput causal_attention(const Tensor& qkv_in, std::int64_t n_head) {
+  const Dims d = check_qkv(qkv_in, n_head);
+  const Tensor qkv = contiguous(qkv_in);
+  // Written in full: each head's GEMMs fill its channels of y and its T x T block of att.
+  AttentionOutput out{Tensor::empty({d.b, d.t, d.c}, qkv.dtype(), qkv.device()),
+                      Tensor::empty({d.b, d.h, d.t, d.t}, qkv.dtype(), qkv.device())};
+  causal_attention_into(qkv, d, out);
+  return out;
+}
+
+Tensor causal_attention_backward(const Tensor& dy, const Tensor& qkv, const Tensor& att, std::int64_t n_head) {
+  const Dims d = check_qkv(qkv, n_head);
+#if RINGGRAD_HAVE_CUDA
+  cuda::check_same_device("causal_attention_backward", qkv, dy);
+  cuda::check_same_device("causal_attention_backward", qkv, att);
+#endif
+  Tensor dqkv = Tensor::empty(qkv.shape(), qkv.dtype(), qkv.device());  // every head writes its q, k, v slices
+  causal_attention_backward_into(contiguous(dy), contiguous(qkv), contiguous(att), d, dqkv);
   return dqkv;
 }
 

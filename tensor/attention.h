@@ -19,6 +19,8 @@ struct AttentionOutput {
 /// Letters: B batch, T time, C channels, H heads, hs = C / H head size.
 /// qkv: [B, T, 3C] float32/float64, q = qkv[..., 0:C], k = [..., C:2C], v = [..., 2C:3C];
 /// head h uses channels h*hs .. (h+1)*hs of each. Row t attends to rows 0..t (causal mask).
+/// On a GPU: attention.cu, its GEMMs on cuBLAS. float32 GEMMs follow the matmul precision
+/// (tensor/precision.h); the softmax stays float32.
 /// Throws std::invalid_argument when qkv is not [B, T, 3C] with C divisible by n_head.
 AttentionOutput causal_attention(const Tensor& qkv, std::int64_t n_head);
 

@@ -5,14 +5,8 @@
 
 #include <cstdint>
 
+#include "tensor/host_device.h"
 #include "tensor/shape.h"
-
-// Lets this header (and the optimizer's update rules) compile with g++ as well as nvcc.
-#if defined(__CUDACC__)
-#define RINGGRAD_HOST_DEVICE __host__ __device__
-#else
-#define RINGGRAD_HOST_DEVICE
-#endif
 
 namespace ringgrad::cuda {
 

@@ -55,7 +55,22 @@ void scatter_add_(const Tensor& dst, std::int64_t dim, const Tensor& index, cons
 Tensor dropout_mask(const Shape& shape, double p, DType dtype, Generator& gen, Device device);
 // --- end of worker A
 
-// --- worker B: matmul, linear.cu, layer_norm.cu, attention.cu
+// --- worker B: linear.cu, layer_norm.cu, attention.cu (matmul's and linear's GEMMs go to
+// cuBLAS through gemm_batched, tensor/gemm.h). The CPU kernel checks shapes, dtypes and
+// devices and allocates the outputs on the inputs' GPU; the twin fills them. Inputs contiguous.
+/// db [out] (zero-filled) = the column sums of dy [rows, out]: linear's bias gradient.
+void linear_bias_backward(const Tensor& dy, std::int64_t rows, std::int64_t out_features, const Tensor& db);
+/// layer_norm into y (x's shape), mean and rstd [rows]; bias may be undefined.
+void layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps, const Tensor& y,
+                const Tensor& mean, const Tensor& rstd);
+/// layer_norm_backward into dx (x's shape), dweight and dbias [C] (dbias may be undefined).
+void layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& mean,
+                         const Tensor& rstd, const Tensor& dx, const Tensor& dweight, const Tensor& dbias);
+/// causal_attention of qkv [B, T, 3C] into y [B, T, C] and att [B, H, T, T].
+void causal_attention(const Tensor& qkv, std::int64_t n_head, const Tensor& y, const Tensor& att);
+/// causal_attention_backward into dqkv [B, T, 3C].
+void causal_attention_backward(const Tensor& dy, const Tensor& qkv, const Tensor& att, std::int64_t n_head,
+                               const Tensor& dqkv);
 // --- end of worker B
 
 }  // namespace ringgrad::kernels::cuda

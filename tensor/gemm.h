@@ -1,10 +1,12 @@
 // GEMM, the one routine most training time goes to: C = alpha * op(A) op(B) + beta * C,
-// row-major, op(X) = X or X^T. Two implementations with one signature: a readable reference
-// kernel, and the CPU BLAS (OpenBLAS cblas_?gemm) when the build found one.
+// row-major, op(X) = X or X^T. Three implementations with one signature: a readable reference
+// kernel, the CPU BLAS (OpenBLAS cblas_?gemm) when the build found one, and cuBLAS on a GPU
+// (tensor/cublas.h). gemm() and gemm_batched() apply the matmul precision (tensor/precision.h).
 #pragma once
 
 #include <cstdint>
-#include <type_traits>
+
+#include "tensor/device.h"
 
 namespace ringgrad::kernels {
 
@@ -39,14 +41,35 @@ bool has_blas();
 /// "Haswell", "Prescott"), or "none" without a BLAS.
 const char* blas_core_name();
 
-/// gemm_blas when OpenBLAS is available, else gemm_reference.
+/// The CPU GEMM the tensor ops call: gemm_blas when OpenBLAS is available, else
+/// gemm_reference. At bf16 matmul precision, float operands are first rounded to bf16 values
+/// (copies; an emulation of bf16 inputs with float32 accumulation that brings no speedup).
 template <typename T>
-void gemm(const GemmArgs<T>& g) {
-  if (has_blas()) {
-    gemm_blas(g);
-  } else {
-    gemm_reference(g);
-  }
+void gemm(const GemmArgs<T>& g);
+
+/// `count` GEMMs of one shape: entry i reads a + i stride_a and b + i stride_b and writes
+/// c + i stride_c (elements; a stride may be 0 to reuse an operand).
+struct GemmBatch {
+  std::int64_t count = 1, stride_a = 0, stride_b = 0, stride_c = 0;
+};
+
+/// The batch on `device`, whose memory g's pointers address: gemm() per entry on the CPU, one
+/// strided-batched cuBLAS call on a GPU (tensor/cublas.h).
+template <typename T>
+void gemm_batched(Device device, const GemmArgs<T>& g, const GemmBatch& batch = {});
+
+/// Elements from the first to the last one a GEMM operand reads: `rows` x `cols` as stored
+/// (before op), row stride `ld`. What a precision conversion of the operand has to cover.
+inline std::int64_t operand_span(std::int64_t rows, std::int64_t cols, std::int64_t ld) {
+  return rows == 0 || cols == 0 ? 0 : (rows - 1) * ld + cols;
+}
+template <typename T>
+std::int64_t span_a(const GemmArgs<T>& g) {
+  return g.trans_a ? operand_span(g.k, g.m, g.lda) : operand_span(g.m, g.k, g.lda);
+}
+template <typename T>
+std::int64_t span_b(const GemmArgs<T>& g) {
+  return g.trans_b ? operand_span(g.n, g.k, g.ldb) : operand_span(g.k, g.n, g.ldb);
 }
 
 }  // namespace ringgrad::kernels

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "tensor/cuda_kernels.h"
 #include "tensor/lanes.h"
 #include "tensor/view.h"
 
@@ -19,18 +20,21 @@ void check_param(const Tensor& p, const Tensor& x, const char* what) {
   }
 }
 
-}  // namespace
+void check_device(const Tensor& p, const Tensor& x, const char* op) {
+#if RINGGRAD_HAVE_CUDA
+  if (p.defined()) cuda::check_same_device(op, x, p);
+#else
+  static_cast<void>(p), static_cast<void>(x), static_cast<void>(op);
+#endif
+}
 
-LayerNormOutput layer_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, double eps) {
-  if (x_in.dim() < 1) throw std::invalid_argument("layer_norm: input needs at least one dimension");
-  check_param(weight, x_in, "weight");
-  if (bias.defined()) check_param(bias, x_in, "bias");
-  const Tensor x = contiguous(x_in);
-  const std::int64_t c = x.size(-1), rows = c == 0 ? 0 : x.numel() / c;
-  LayerNormOutput out{Tensor::empty(x.shape(), x.dtype()), Tensor::empty({rows}, x.dtype()),
-                      Tensor::empty({rows}, x.dtype())};
+std::int64_t rows_of(const Tensor& x) { return x.size(-1) == 0 ? 0 : x.numel() / x.size(-1); }
+
+// The forward pass into `out`; x, w, b contiguous (b may be undefined).
+void layer_norm_into(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const LayerNormOutput& out) {
+  RINGGRAD_ON_CUDA(x, cuda::layer_norm(x, w, b, eps, out.y, out.mean, out.rstd));
+  const std::int64_t c = x.size(-1), rows = rows_of(x);
   dispatch_floating(x.dtype(), "layer_norm", [&]<typename T>() {
-    const Tensor w = contiguous(weight), b = bias.defined() ? contiguous(bias) : Tensor();
     const T* pw = w.data<T>();
     const T* pb = b.defined() ? b.data<T>() : nullptr;
     for (std::int64_t r = 0; r < rows; ++r) {
@@ -48,15 +52,14 @@ LayerNormOutput layer_norm(const Tensor& x_in, const Tensor& weight, const Tenso
       out.rstd.data<T>()[r] = rstd;
     }
   });
-  return out;
 }
 
-LayerNormGrads layer_norm_backward(const Tensor& dy_in, const Tensor& x_in, const Tensor& weight,
-                                   const Tensor& mean, const Tensor& rstd, bool has_bias) {
-  const Tensor dy = contiguous(dy_in), x = contiguous(x_in), w = contiguous(weight);
-  const std::int64_t c = x.size(-1), rows = c == 0 ? 0 : x.numel() / c;
-  LayerNormGrads g{Tensor::empty(x.shape(), x.dtype()), Tensor::zeros({c}, x.dtype()),
-                   has_bias ? Tensor::zeros({c}, x.dtype()) : Tensor()};
+// The backward pass into `g` (dweight and dbias zero-filled); every input contiguous.
+void layer_norm_backward_into(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean,
+                              const Tensor& rstd, const LayerNormGrads& g) {
+  RINGGRAD_ON_CUDA(x, cuda::layer_norm_backward(dy, x, w, mean, rstd, g.dx, g.dweight, g.dbias));
+  const std::int64_t c = x.size(-1), rows = rows_of(x);
+  const bool has_bias = g.dbias.defined();
   dispatch_floating(x.dtype(), "layer_norm_backward", [&]<typename T>() {
     const T* pw = w.data<T>();
     T* dw = g.dweight.data<T>();
@@ -80,6 +83,33 @@ LayerNormGrads layer_norm_backward(const Tensor& dy_in, const Tensor& x_in, cons
       }
     }
   });
+}
+
+}  // namespace
+
+LayerNormOutput layer_norm(const Tensor& x_in, const Tensor& weight, const Tensor& bias, double eps) {
+  if (x_in.dim() < 1) throw std::invalid_argument("layer_norm: input needs at least one dimension");
+  check_param(weight, x_in, "weight");
+  if (bias.defined()) check_param(bias, x_in, "bias");
+  check_device(weight, x_in, "layer_norm");
+  check_device(bias, x_in, "layer_norm");
+  const Tensor x = contiguous(x_in);
+  const Device device = x.device();
+  const std::int64_t rows = rows_of(x);
+  LayerNormOutput out{Tensor::empty(x.shape(), x.dtype(), device), Tensor::empty({rows}, x.dtype(), device),
+                      Tensor::empty({rows}, x.dtype(), device)};
+  layer_norm_into(x, contiguous(weight), bias.defined() ? contiguous(bias) : Tensor(), eps, out);
+  return out;
+}
+
+LayerNormGrads layer_norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, const Tensor& mean,
+                                   const Tensor& rstd, bool has_bias) {
+  for (const Tensor* t : {&dy, &weight, &mean, &rstd}) check_device(*t, x, "layer_norm_backward");
+  const Device device = x.device();
+  const std::int64_t c = x.size(-1);
+  LayerNormGrads g{Tensor::empty(x.shape(), x.dtype(), device), Tensor::zeros({c}, x.dtype(), device),
+                   has_bias ? Tensor::zeros({c}, x.dtype(), device) : Tensor()};
+  layer_norm_backward_into(contiguous(dy), contiguous(x), contiguous(weight), contiguous(mean), contiguous(rstd), g);
   return g;
 }
 

@@ -14,8 +14,9 @@ struct LayerNormOutput {
 };
 
 /// y = (x - mean) / sqrt(var + eps) * weight + bias along the last dim C.
-/// x: [..., C] float32/float64; weight: [C]; bias: [C] or undefined (no bias).
-/// Throws std::invalid_argument when weight/bias are not [C] or dtypes differ.
+/// x: [..., C] float32/float64; weight: [C]; bias: [C] or undefined (no bias); one device
+/// (CUDA twin in layer_norm.cu). Throws std::invalid_argument when weight/bias are not [C] or
+/// dtypes or devices differ.
 LayerNormOutput layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps);
 
 struct LayerNormGrads {

@@ -1,5 +1,6 @@
 // The affine map of a Linear layer, forward and backward, as three GEMMs on the layouts the
-// tensors already have (the weight is read transposed, never copied) plus a bias row loop.
+// tensors already have (the weight is read transposed, never copied): the bias is copied into
+// y's rows and the GEMM accumulates onto it (beta = 1); its gradient is a column sum.
 // Cost 2 N in out flops forward, twice that backward.
 #pragma once
 
@@ -8,7 +9,9 @@
 namespace ringgrad::kernels {
 
 /// y = x W^T + b. x: [..., in], weight W: [out, in], bias b: [out] or undefined -> y: [..., out].
-/// All float32 or all float64. Throws std::invalid_argument naming the shapes when they differ.
+/// All float32 or all float64, all on one device (a GPU's GEMMs run on cuBLAS); float32 GEMMs
+/// follow the matmul precision (tensor/precision.h). Throws std::invalid_argument naming the
+/// shapes when they differ, or the devices.
 Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 struct LinearGrads {

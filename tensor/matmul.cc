@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
+#include "tensor/cuda_kernels.h"
 #include "tensor/gemm.h"
 #include "tensor/strided_loop.h"
 #include "tensor/view.h"
@@ -37,6 +39,37 @@ Tensor blas_ready(const Tensor& t) { return matrix_layout(t).ok ? t : contiguous
 Shape batch_of(const Shape& s) { return Shape(s.begin(), s.end() - 2); }
 Strides batch_strides(const Strides& s) { return Strides(s.begin(), s.end() - 2); }
 
+// The stride from batch entry i to i + 1 (row-major over `batch`) when t's entries are equally
+// spaced, as one strided-batched GEMM needs (0 for a broadcast operand); none otherwise.
+std::optional<std::int64_t> uniform_batch_stride(const Tensor& t, const Shape& batch) {
+  std::optional<std::int64_t> stride;
+  std::int64_t inner = 1;  // entries in the dims after d
+  for (std::size_t d = batch.size(); d-- > 0;) {
+    if (batch[d] == 1) continue;
+    if (!stride) {
+      stride = t.strides()[d];
+    } else if (t.strides()[d] != *stride * inner) {
+      return std::nullopt;
+    }
+    inner *= batch[d];
+  }
+  return stride.value_or(0);
+}
+
+// All batch entries as one strided batch (a GPU's path): operands whose entries are not
+// equally spaced are made contiguous first.
+template <typename T>
+void matmul_batched(const Tensor& a_in, const Tensor& b_in, const Shape& batch, const Tensor& out) {
+  const Tensor a = uniform_batch_stride(a_in, batch) ? a_in : contiguous(a_in);
+  const Tensor b = uniform_batch_stride(b_in, batch) ? b_in : contiguous(b_in);
+  const Layout la = matrix_layout(a), lb = matrix_layout(b);
+  const std::int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
+  GemmArgs<T> g;
+  g.trans_a = la.trans, g.trans_b = lb.trans, g.m = m, g.n = n, g.k = k;
+  g.a = a.data<T>(), g.lda = la.ld, g.b = b.data<T>(), g.ldb = lb.ld, g.c = out.data<T>(), g.ldc = n;
+  gemm_batched(out.device(), g, {numel(batch), *uniform_batch_stride(a, batch), *uniform_batch_stride(b, batch), m * n});
+}
+
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
@@ -48,6 +81,9 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
     throw std::invalid_argument(fmt::format("matmul: dtype mismatch, {} and {}",
                                             dtype_name(a.dtype()), dtype_name(b.dtype())));
   }
+#if RINGGRAD_HAVE_CUDA
+  cuda::check_same_device("matmul", a, b);
+#endif
   const std::int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
 
   // [..., M, K] @ [K, N]: fold the batch into M for one large GEMM.
@@ -64,8 +100,12 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   out_shape.insert(out_shape.end(), {m, n});
   const Tensor ea = blas_ready(expand(a, a_shape));
   const Tensor eb = blas_ready(expand(b, b_shape));
-  Tensor out = Tensor::zeros(out_shape, a.dtype());
+  Tensor out = Tensor::zeros(out_shape, a.dtype(), a.device());
   if (m == 0 || n == 0 || k == 0 || out.numel() == 0) return out;
+  if (out.is_cuda()) {
+    dispatch_floating(a.dtype(), "matmul", [&]<typename T>() { matmul_batched<T>(ea, eb, batch, out); });
+    return out;
+  }
 
   const Layout la = matrix_layout(ea), lb = matrix_layout(eb);
   dispatch_floating(a.dtype(), "matmul", [&]<typename T>() {

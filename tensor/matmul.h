@@ -6,8 +6,10 @@
 namespace ringgrad::kernels {
 
 /// a: [..., M, K], b: [..., K, N] -> [..., M, N]; batch dims broadcast. Transposed views are
-/// passed to GEMM as transposes, not copied. Both inputs float32 or both float64.
-/// Throws std::invalid_argument naming both shapes when K differs or a rank is below 2.
+/// passed to GEMM as transposes, not copied. Both inputs float32 or both float64, on one device
+/// (on a GPU: one strided-batched cuBLAS call). float32 follows the matmul precision
+/// (tensor/precision.h). Throws std::invalid_argument naming both shapes when K differs or a
+/// rank is below 2, or naming both devices when they differ.
 Tensor matmul(const Tensor& a, const Tensor& b);
 
 }  // namespace ringgrad::kernels
