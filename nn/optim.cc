@@ -6,17 +6,26 @@
 
 #include "nn/optim_kernels.h"
 #include "tensor/elementwise.h"
+#include "tensor/reduce.h"
+#include "tensor/view.h"
 
 namespace ringgrad::nn {
 namespace {
 
-void check_contiguous(const Tensor& p, const char* op) {
+// The parameter's gradient, contiguous and on the parameter's device.
+Tensor checked_grad(const Tensor& p, const char* op) {
+  const Tensor g = kernels::contiguous(p.grad());
   if (!p.is_contiguous()) throw std::invalid_argument(std::string(op) + ": parameters must be contiguous");
+  if (g.device() != p.device() || g.numel() != p.numel() || g.dtype() != p.dtype()) {
+    throw std::invalid_argument(std::string(op) + ": gradient " + dtype_name(g.dtype()) + " on " + g.device().str() +
+                                " does not match its parameter, " + dtype_name(p.dtype()) + " on " + p.device().str());
+  }
+  return g;
 }
 
-// `slot` itself, zero-filled in the parameter's shape on first use.
+// `slot` itself, zero-filled in the parameter's shape on its device on first use.
 Tensor& lazily(Tensor& slot, const Tensor& param) {
-  if (!slot.defined()) slot = Tensor::zeros(param.shape(), param.dtype());
+  if (!slot.defined()) slot = Tensor::zeros(param.shape(), param.dtype(), param.device());
   return slot;
 }
 
@@ -53,12 +62,18 @@ void SGD::step() {
   for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
     for (std::size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
       const Tensor& p = groups_[gi].params[pi];
-      const Tensor g = p.grad();
-      if (!g.defined()) continue;
-      check_contiguous(p, "SGD");
+      if (!p.grad().defined()) continue;
+      const Tensor g = checked_grad(p, "SGD");
       Tensor& buf = lazily(buffers_[gi][pi], p);
+      const double wd = groups_[gi].weight_decay;
       dispatch_floating(p.dtype(), "SGD", [&]<typename T>() {
-        sgd_update(p.data<T>(), g.data<T>(), buf.data<T>(), p.numel(), lr_, momentum_, groups_[gi].weight_decay);
+#if RINGGRAD_HAVE_CUDA
+        if (p.is_cuda()) {
+          return cuda::sgd_update(p.data<T>(), g.data<T>(), buf.data<T>(), p.numel(), lr_, momentum_, wd,
+                                  p.device().index);
+        }
+#endif
+        sgd_update(p.data<T>(), g.data<T>(), buf.data<T>(), p.numel(), lr_, momentum_, wd);
       });
     }
   }
@@ -87,12 +102,16 @@ void Adam::step() {
     const AdamStep s{lr_, options_.beta1, options_.beta2, options_.eps, groups_[gi].weight_decay, steps_, decoupled_};
     for (std::size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
       const Tensor& p = groups_[gi].params[pi];
-      const Tensor g = p.grad();
-      if (!g.defined()) continue;
-      check_contiguous(p, "Adam");
+      if (!p.grad().defined()) continue;
+      const Tensor g = checked_grad(p, "Adam");
       Tensor& m = lazily(exp_avg[gi][pi], p);
       Tensor& v = lazily(exp_avg_sq[gi][pi], p);
       dispatch_floating(p.dtype(), "Adam", [&]<typename T>() {
+#if RINGGRAD_HAVE_CUDA
+        if (p.is_cuda()) {
+          return cuda::adam_update(p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(), p.numel(), s, p.device().index);
+        }
+#endif
         adam_update(p.data<T>(), g.data<T>(), m.data<T>(), v.data<T>(), p.numel(), s);
       });
     }
@@ -101,9 +120,15 @@ void Adam::step() {
 
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
   double total_sq = 0;
+  Tensor gpu_total_sq;  // sum of squares of the GPU gradients, read back once
   for (const Tensor& p : params) {
     const Tensor g = p.grad();
     if (!g.defined()) continue;
+    if (g.is_cuda()) {
+      const Tensor sq = kernels::sum(kernels::mul(g, g));
+      gpu_total_sq = gpu_total_sq.defined() ? kernels::add(gpu_total_sq, sq) : sq;
+      continue;
+    }
     dispatch_floating(g.dtype(), "clip_grad_norm_", [&]<typename T>() {
       // 8 partial sums: one chain of dependent adds would neither pipeline nor vectorise.
       const T* d = g.data<T>();
@@ -117,6 +142,7 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
       for (double s : lane) total_sq += s;
     });
   }
+  if (gpu_total_sq.defined()) total_sq += gpu_total_sq.item<double>();
   const double total = std::sqrt(total_sq);
   const double scale = max_norm / (total + 1e-6);  // the 1e-6 is PyTorch's
   if (scale < 1) {
