@@ -60,6 +60,7 @@ struct Problem {
   }
 };
 
+#if RINGGRAD_HAVE_CUDA
 // Dense peak TFLOP/s of the cards we know, from NVIDIA's H100 and H200 datasheets (SXM: FP32
 // 67, TF32 tensor core 494, BF16 tensor core 989; the datasheets' 989 / 1,979 are with 2:4
 // sparsity). ringgrad's fp32 GEMMs do not use TF32, so fp32 is held against the FP32 peak.
@@ -69,6 +70,7 @@ std::optional<double> peak_tflops(const std::string& name, MatmulPrecision preci
   }
   return std::nullopt;
 }
+#endif
 
 void bench_cpu(double min_seconds, int threads) {
   const std::vector<Shape3> shapes = {
