@@ -9,6 +9,7 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -94,6 +95,14 @@ CachingAllocator& allocator() {
 }  // namespace
 
 void* allocate(std::size_t nbytes, int device, bool zeroed) {
+  // The one check every route to GPU memory passes (Tensor::zeros, Tensor::to, Module::to).
+  // A GPU that is not there is reported as such, not as whatever the first CUDA call fails with.
+  static const int visible = device_count();
+  if (device < 0 || device >= visible) {
+    throw std::runtime_error(fmt::format("cannot place memory on cuda:{}: {}", device,
+                                         visible == 0 ? unavailable_reason()
+                                                      : fmt::format("only {} GPU(s) visible", visible)));
+  }
   void* ptr = allocator().allocate(nbytes, device);
   if (zeroed && nbytes > 0) {
     DeviceGuard guard(device);

@@ -25,17 +25,8 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides,
 }
 
 namespace {
-// A contiguous tensor of `shape` on `device`. A GPU that is not there is reported as such,
-// rather than as whatever the first CUDA call on it fails with.
+// A contiguous tensor of `shape` on `device` (a GPU that is not there is reported by Storage).
 Tensor make_tensor(const Shape& shape, DType dtype, Device device, bool zeroed) {
-  if (device.is_cuda()) {
-    static const int visible = cuda::device_count();
-    if (device.index < 0 || device.index >= visible) {
-      throw std::runtime_error(fmt::format("cannot place a tensor on {}: {}", device.str(),
-                                           visible == 0 ? cuda::unavailable_reason()
-                                                        : fmt::format("only {} GPU(s) visible", visible)));
-    }
-  }
   const auto bytes = static_cast<std::size_t>(ringgrad::numel(shape)) * dtype_size(dtype);
   return Tensor(std::make_shared<Storage>(bytes, zeroed, device), shape, contiguous_strides(shape), 0, dtype);
 }

@@ -34,6 +34,11 @@ TEST_CASE("without a GPU, a tensor on cuda throws a std::runtime_error that says
   CHECK_THROWS_WITH(Tensor::zeros({2, 3}, DType::Float32, cuda_device(0)), Catch::Contains("cuda:0") && Catch::Contains(why));
   CHECK_THROWS_WITH(Tensor::ones({4}).to(Device::parse("cuda")), Catch::Contains("cuda:0") && Catch::Contains(why));
   CHECK_THROWS_WITH(Tensor::empty({0}, DType::Int64, cuda_device(1)), Catch::Contains("cuda:1") && Catch::Contains(why));
+  // Module::to moves storages in place: the same check, and the tensor stays on the CPU.
+  Tensor t = Tensor::ones({3});
+  CHECK_THROWS_WITH(t.storage()->move_to(cuda_device(0)), Catch::Contains("cuda:0") && Catch::Contains(why));
+  CHECK(t.device() == kCPU);
+  CHECK(t.to_vector<float>() == std::vector<float>{1, 1, 1});
   Generator gen(1);
   CHECK_THROWS_AS(kernels::dropout_mask({4}, 0.5, DType::Float32, gen, cuda_device(0)), std::runtime_error);
   CHECK(gen.offset() == 0);  // nothing was drawn
