@@ -5,7 +5,7 @@
 
 #include <cstdint>
 
-#include "tensor/cuda_indexing.h"  // RINGGRAD_HOST_DEVICE
+#include "tensor/host_device.h"
 
 namespace ringgrad {
 
