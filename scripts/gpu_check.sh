@@ -59,7 +59,7 @@ bin=$build/bin
 probe=$("$bin/cuda_tests" "cuda element-wise: mixing devices throws std::invalid_argument" 2>&1)
 if grep -q '^skipped:' <<<"$probe"; then
   note ""
-  note "No usable GPU ($(grep '^skipped:' <<<"$probe" | sed 's/^skipped: //')): built only, nothing else was run."
+  note "No GPU to run on ($(grep '^skipped:' <<<"$probe" | sed 's/^skipped: //')). Built only; nothing else was run."
   exit 0
 fi
 
