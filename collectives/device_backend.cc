@@ -42,10 +42,10 @@ class RinggradDevice final : public DeviceBackend {
 void check_backend(Backend backend, int rank) {
   if (backend != Backend::kNccl) return;
   if (!RINGGRAD_HAVE_NCCL)
-    throw CollectiveError(fmt::format("rank {}: backend nccl (RINGGRAD_BACKEND) but ringgrad was built without NCCL "
+    throw CollectiveError(fmt::format("rank {}: backend nccl (--backend or RINGGRAD_BACKEND) but ringgrad was built without NCCL "
                                       "(it needs CUDA and libnccl; use backend ringgrad)", rank));
   if (cuda_device_count() == 0)
-    throw CollectiveError(fmt::format("rank {}: backend nccl (RINGGRAD_BACKEND) needs a visible GPU and this process "
+    throw CollectiveError(fmt::format("rank {}: backend nccl (--backend or RINGGRAD_BACKEND) needs a visible GPU and this process "
                                       "sees none (CUDA_VISIBLE_DEVICES, driver?)", rank));
 }
 

@@ -20,7 +20,7 @@ namespace ringgrad::kernels::cuda {
 /// Throws std::invalid_argument "op: tensors on cuda:0 and cpu" unless all share a device.
 void check_same_device(const char* op, const Tensor& a, const Tensor& b);
 
-// --- worker A: view.cu, elementwise.cu, reduce.cu, softmax.cu, index.cu, dropout.cu
+// --- view.cu, elementwise.cu, reduce.cu, softmax.cu, index.cu, dropout.cu
 // The CPU kernel checks shapes and dtypes before it hands over; the twins check devices.
 // (random.h fills a GPU tensor on the CPU and copies it over: it has no twin.)
 void copy_(const Tensor& dst, const Tensor& src);
@@ -53,9 +53,8 @@ Tensor gather(const Tensor& input, std::int64_t dim, const Tensor& index);
 void scatter_add_(const Tensor& dst, std::int64_t dim, const Tensor& index, const Tensor& src);
 
 Tensor dropout_mask(const Shape& shape, double p, DType dtype, Generator& gen, Device device);
-// --- end of worker A
 
-// --- worker B: linear.cu, layer_norm.cu, attention.cu (matmul's and linear's GEMMs go to
+// --- linear.cu, layer_norm.cu, attention.cu (matmul's and linear's GEMMs go to
 // cuBLAS through gemm_batched, tensor/gemm.h). The CPU kernel checks shapes, dtypes and
 // devices and allocates the outputs on the inputs' GPU; the twin fills them. Inputs contiguous.
 /// db [out] (zero-filled) = the column sums of dy [rows, out]: linear's bias gradient.
@@ -71,6 +70,5 @@ void causal_attention(const Tensor& qkv, std::int64_t n_head, const Tensor& y, c
 /// causal_attention_backward into dqkv [B, T, 3C].
 void causal_attention_backward(const Tensor& dy, const Tensor& qkv, const Tensor& att, std::int64_t n_head,
                                const Tensor& dqkv);
-// --- end of worker B
 
 }  // namespace ringgrad::kernels::cuda

@@ -38,6 +38,7 @@ namespace {
 struct Placement {
   std::string device = "cpu";
   std::string dtype = "fp32";
+  std::string backend;  // collectives on GPU tensors: ringgrad or nccl (empty: RINGGRAD_BACKEND)
 };
 
 // Training FLOPs per token as nanoGPT's estimate_mfu counts them (PaLM, Chowdhery et al. 2022,
@@ -112,7 +113,7 @@ void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
 
 int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, const Distributed& dist,
           const Placement& placement) {
-  parallel::Accelerator acc;
+  parallel::Accelerator acc(placement.backend);
   const Device device = parallel::select_device(placement.device);
   set_matmul_precision(parse_matmul_precision(placement.dtype));
   const auto ds = nn::data::CharDataset::from_file(paths.data);
@@ -308,6 +309,9 @@ int main(int argc, char** argv) {
   app.add_option(flag("device"), placement.device, "cpu, cuda (under a launcher: cuda:LOCAL_RANK % GPUs) or cuda:N");
   app.add_option(flag("dtype"), placement.dtype, "Matmul precision: fp32, or bf16 (bf16 operands, fp32 accumulation)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
+  app.add_option(flag("backend"), placement.backend,
+                 "Collectives on GPU tensors: ringgrad (CUDA IPC / staging) or nccl (default: RINGGRAD_BACKEND, else ringgrad)")
+      ->check(CLI::IsMember({"ringgrad", "nccl"}));
   add_config_flags(app, cfg);
   CLI11_PARSE(app, argc, argv);
 

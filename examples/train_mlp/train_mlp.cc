@@ -51,6 +51,7 @@ struct Options {
   std::string log_path;
   std::string out_path;
   std::string device = "cpu";
+  std::string backend;  // collectives on GPU tensors: ringgrad or nccl (empty: RINGGRAD_BACKEND)
   std::string dtype = "fp32";
 };
 
@@ -78,7 +79,7 @@ Evaluation evaluate(nn::Module& model, const data::ImageDataset& ds, Device devi
 
 int run(const Options& opt) {
   set_num_threads(opt.threads);
-  parallel::Accelerator acc;
+  parallel::Accelerator acc(opt.backend);
   const Device device = parallel::select_device(opt.device);
   set_matmul_precision(parse_matmul_precision(opt.dtype));
   const std::int64_t local_batch = acc.local_batch(opt.batch_size, opt.accumulation);
@@ -196,6 +197,9 @@ int main(int argc, char** argv) {
   app.add_option("--device", opt.device, "cpu, cuda (under a launcher: cuda:LOCAL_RANK % GPUs) or cuda:N");
   app.add_option("--dtype", opt.dtype, "Matmul precision: fp32, or bf16 (bf16 operands, fp32 accumulation)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
+  app.add_option("--backend", opt.backend,
+                 "Collectives on GPU tensors: ringgrad (CUDA IPC / staging) or nccl (default: RINGGRAD_BACKEND, else ringgrad)")
+      ->check(CLI::IsMember({"ringgrad", "nccl"}));
   CLI11_PARSE(app, argc, argv);
   try {
     return run(opt);

@@ -18,9 +18,16 @@ transport::Config config_from_env() {
   return launched ? transport::Config::from_env() : transport::Config{};
 }
 
+collectives::CommOptions options_with(std::string_view backend) {
+  collectives::CommOptions options = collectives::CommOptions::from_env();
+  if (!backend.empty()) options.backend = collectives::parse_backend(backend);
+  return options;
+}
+
 }  // namespace
 
-Accelerator::Accelerator() : comm_(std::make_unique<collectives::Communicator>(config_from_env())) {}
+Accelerator::Accelerator(std::string_view backend)
+    : comm_(std::make_unique<collectives::Communicator>(config_from_env(), options_with(backend))) {}
 
 std::unique_ptr<DataParallel> Accelerator::prepare(const std::string& strategy, std::shared_ptr<Module> model,
                                                    std::vector<ParamGroup> groups,

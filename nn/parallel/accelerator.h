@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "collectives/communicator.h"
 #include "nn/data/distributed_sampler.h"
@@ -19,9 +20,12 @@ namespace ringgrad::nn::parallel {
 
 class Accelerator {
  public:
-  /// Joins the job described by the environment. Throws transport::TransportError when the
-  /// rendezvous fails, std::invalid_argument for a malformed environment.
-  Accelerator();
+  /// Joins the job described by the environment. `backend` ("ringgrad" or "nccl") runs the
+  /// collectives on GPU tensors; empty means RINGGRAD_BACKEND, else ringgrad. Host tensors always
+  /// go over ringgrad's TCP path. Throws transport::TransportError when the rendezvous fails,
+  /// std::invalid_argument for a malformed environment or backend name, CollectiveError for
+  /// nccl without NCCL or a visible GPU.
+  explicit Accelerator(std::string_view backend = "");
 
   int rank() const { return comm_->rank(); }
   int world_size() const { return comm_->world_size(); }
