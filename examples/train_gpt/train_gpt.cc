@@ -226,7 +226,9 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   // The loss's item() each step waits for the GPU, so the step times are the GPU's times.
-  const double tokens_per_s = tokens_per_iter * static_cast<double>(it - state.iter) / train_seconds;
+  // 0 when nothing was trained (a resume at max_iters only evaluates), not 0/0.
+  const double tokens_per_s =
+      train_seconds > 0 ? tokens_per_iter * static_cast<double>(it - state.iter) / train_seconds : 0.0;
   acc.print("trained {} iterations in {:.1f} s of steps ({:.1f} s wall): {:.0f} tokens/s, {:.3g} TFLOP/s "
             "({:.3g} GFLOP per token: 6 N + 12 L C T, nanoGPT's estimate_mfu)\n",
             it - state.iter, train_seconds, wall, tokens_per_s, tokens_per_s * flops_per_token(*model, n_params) / 1e12,
