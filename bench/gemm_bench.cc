@@ -138,13 +138,21 @@ int main(int argc, char** argv) {
   std::string device_name = "cpu", dtype = "fp32";
   CLI::App app{"GEMM throughput: reference kernel vs CPU BLAS, or cuBLAS on a GPU"};
   app.add_option("--device", device_name, "cpu or cuda")->capture_default_str();
-  app.add_option("--dtype", dtype, "Matmul precision: fp32 or bf16")->capture_default_str();
+  app.add_option("--dtype", dtype, "Matmul precision: fp32 or bf16")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   app.add_option("--threads", threads, "BLAS threads (CPU)")->check(CLI::PositiveNumber);
   app.add_option("--min-seconds", min_seconds, "Time spent per measurement");
   CLI11_PARSE(app, argc, argv);
   set_num_threads(threads);
   set_matmul_precision(parse_matmul_precision(dtype));
-  const Device device = Device::parse(device_name);
+  Device device;
+  try {
+    device = Device::parse(device_name);
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "gemm_bench: --device: {}\n", e.what());
+    return 2;
+  }
   if (device.is_cpu()) {
     bench_cpu(min_seconds, threads);
   } else if (cuda::device_count() == 0) {

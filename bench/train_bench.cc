@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <stdexcept>
 #include <filesystem>
 #include <vector>
 
@@ -59,7 +60,13 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", dtype, "Matmul precision: fp32 or bf16")->check(CLI::IsMember({"fp32", "bf16"}));
   CLI11_PARSE(app, argc, argv);
 
-  const Device device = Device::parse(device_name);
+  Device device;
+  try {
+    device = Device::parse(device_name);
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "train_bench: --device: {}\n", e.what());
+    return 2;
+  }
   if (device.is_cuda() && device.index >= cuda::device_count()) {
     fmt::print(stderr, "train_bench: {} is not visible ({} GPUs; {})\n", device.str(), cuda::device_count(),
                cuda::device_count() == 0 ? cuda::unavailable_reason() : "choose another index");

@@ -69,7 +69,13 @@ CommOptions CommOptions::from_env() {
   if (o.chunk_bytes == 0 || o.chunk_bytes % 8 != 0)
     throw std::invalid_argument(fmt::format("RINGGRAD_CHUNK_BYTES={} must be a positive multiple of 8", o.chunk_bytes));
   o.model.chunk_bytes = o.chunk_bytes;
-  if (const char* b = std::getenv("RINGGRAD_BACKEND"); b != nullptr && *b != '\0') o.backend = parse_backend(b);
+  if (const char* b = std::getenv("RINGGRAD_BACKEND"); b != nullptr && *b != '\0') {
+    try {
+      o.backend = parse_backend(b);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("RINGGRAD_BACKEND: {}", e.what()));
+    }
+  }
   o.device_chunk_bytes = env_size("RINGGRAD_DEVICE_CHUNK_BYTES", o.device_chunk_bytes);
   if (o.device_chunk_bytes == 0 || o.device_chunk_bytes % 8 != 0)
     throw std::invalid_argument(
