@@ -5,33 +5,10 @@
 #include <type_traits>
 
 #include "collectives/dtype_dispatch.h"
+#include "collectives/reduce_op.h"
 
 namespace ringgrad::collectives {
 namespace {
-
-template <ReduceOp Op, typename C>
-inline C apply_op(C a, C b) {
-  if constexpr (Op == ReduceOp::SUM || Op == ReduceOp::AVG) {
-    if constexpr (std::is_integral_v<C>) {
-      using U = std::make_unsigned_t<C>;
-      return static_cast<C>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-    } else {
-      return a + b;
-    }
-  } else if constexpr (Op == ReduceOp::PRODUCT) {
-    if constexpr (std::is_integral_v<C>) {
-      // uint32 arithmetic for the small types so uint8*uint8 cannot overflow int.
-      using U = std::conditional_t<(sizeof(C) < 4), uint32_t, std::make_unsigned_t<C>>;
-      return static_cast<C>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-    } else {
-      return a * b;
-    }
-  } else if constexpr (Op == ReduceOp::MIN) {
-    return b < a ? b : a;
-  } else {
-    return a < b ? b : a;
-  }
-}
 
 template <typename T, ReduceOp Op>
 void combine_loop(T* dst, const T* a, const T* b, std::size_t count) {

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "collectives/reduce_kernel_cuda.h"
+#include "collectives/reduce_op.h"
 #include "transport/cuda_ipc.h"
 
 namespace ringgrad::collectives {
@@ -40,29 +41,6 @@ struct DeviceCompute<BHalf16> {
   __device__ static float load(BHalf16 v) { return __bfloat162float(__ushort_as_bfloat16(v.bits)); }
   __device__ static BHalf16 store(float v) { return BHalf16{__bfloat16_as_ushort(__float2bfloat16_rn(v))}; }
 };
-
-template <ReduceOp Op, typename C>
-__device__ C apply_op(C a, C b) {
-  if constexpr (Op == ReduceOp::SUM) {
-    if constexpr (std::is_integral_v<C>) {
-      using U = std::make_unsigned_t<C>;
-      return static_cast<C>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-    } else {
-      return a + b;
-    }
-  } else if constexpr (Op == ReduceOp::PRODUCT) {
-    if constexpr (std::is_integral_v<C>) {
-      using U = std::conditional_t<(sizeof(C) < 4), uint32_t, std::make_unsigned_t<C>>;
-      return static_cast<C>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-    } else {
-      return a * b;
-    }
-  } else if constexpr (Op == ReduceOp::MIN) {
-    return b < a ? b : a;
-  } else {
-    return a < b ? b : a;
-  }
-}
 
 template <typename T, ReduceOp Op>
 __global__ void combine_kernel(T* dst, const T* a, const T* b, std::size_t n) {
