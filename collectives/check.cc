@@ -13,8 +13,6 @@
 namespace ringgrad::collectives {
 namespace {
 
-constexpr uint64_t kCheckTag = uint64_t{1} << 62;
-
 bool has_op(CollKind k) {
   return k == CollKind::kReduce || k == CollKind::kAllReduce || k == CollKind::kReduceScatter;
 }
@@ -99,18 +97,17 @@ Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo
   return d;
 }
 
-std::vector<Descriptor> exchange_descriptors(transport::Transport& t, const Descriptor& mine) {
-  const int p = t.world_size();
+std::vector<Descriptor> exchange_descriptors(Link& link, const Descriptor& mine) {
+  const int p = link.world_size(), r = link.rank();
   std::vector<Descriptor> all(static_cast<std::size_t>(p));
-  all[static_cast<std::size_t>(t.rank())] = mine;
-  std::vector<transport::Request> pending;
-  const auto out = std::as_bytes(std::span(&mine, 1));
-  for (int peer = 0; peer < p; ++peer) {
-    if (peer == t.rank()) continue;
-    pending.push_back(t.irecv(peer, std::as_writable_bytes(std::span(&all[static_cast<std::size_t>(peer)], 1)), kCheckTag));
-    pending.push_back(t.isend(peer, out, kCheckTag));
-  }
-  for (auto& r : pending) r.wait();
+  all[static_cast<std::size_t>(r)] = mine;
+  std::vector<Pending> recvs, sends;
+  for (int peer = 0; peer < p; ++peer)
+    if (peer != r) link.irecv(peer, &all[static_cast<std::size_t>(peer)], sizeof(Descriptor), recvs);
+  for (int peer = 0; peer < p; ++peer)
+    if (peer != r) link.isend(peer, &mine, sizeof(Descriptor), sends);
+  wait_all(recvs);
+  wait_all(sends);
   return all;
 }
 

@@ -10,9 +10,12 @@
 #include "collectives/algo.h"
 #include "collectives/algorithms.h"
 #include "collectives/buffer.h"
-#include "transport/transport.h"
+#include "collectives/link.h"
 
 namespace ringgrad::collectives {
+
+/// The tag of the descriptor messages (collectives use their sequence number, send/recv bit 63).
+constexpr uint64_t kCheckTag = uint64_t{1} << 62;
 
 /// One rank's view of a collective call, as sent to the others (fixed size, 240 bytes).
 struct Descriptor {
@@ -35,9 +38,10 @@ int call_device(CollKind kind, const ConstBuffer& send, const Buffer& recv, int 
 Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo algo, std::size_t chunk_bytes,
                          bool on_device, const std::string& invalid);
 
-/// Every rank's descriptor, indexed by rank: one message to and from every peer, in parallel.
-/// Throws TransportError if a peer is dead or silent past the timeout.
-std::vector<Descriptor> exchange_descriptors(transport::Transport& transport, const Descriptor& mine);
+/// Every rank's descriptor, indexed by rank: one message to and from every peer, in parallel,
+/// over `link` (made with tag kCheckTag). Throws TransportError if a peer is dead or silent
+/// past the timeout.
+std::vector<Descriptor> exchange_descriptors(Link& link, const Descriptor& mine);
 
 /// Empty when all agree and are valid; otherwise e.g. "ranks disagree on count: 1000 on
 /// ranks 0, 2; 999 on rank 1" or "invalid arguments on rank 1: ...". The same on every rank.

@@ -13,6 +13,8 @@
 #include "collectives/device_backend.h"
 #include "collectives/device_check.h"
 #include "collectives/host_link.h"
+#include "collectives/shm_link.h"
+#include "collectives/shm_peers.h"
 
 namespace ringgrad::collectives {
 
@@ -76,6 +78,7 @@ CommOptions CommOptions::from_env() {
       throw std::invalid_argument(fmt::format("RINGGRAD_BACKEND: {}", e.what()));
     }
   }
+  o.shared_memory = env_size("RINGGRAD_SHM", 1) != 0;
   o.device_chunk_bytes = env_size("RINGGRAD_DEVICE_CHUNK_BYTES", o.device_chunk_bytes);
   if (o.device_chunk_bytes == 0 || o.device_chunk_bytes % 8 != 0)
     throw std::invalid_argument(
@@ -198,9 +201,9 @@ void Communicator::execute(Task& task) {
     try {
       check_agreement(task);
       const uint64_t tag = is_collective(task.kind) ? task.seq : kP2PTagBit | task.tag;
+      if (task.device == kHost && is_collective(task.kind) && world_size_ > 1) choose_host_path();
       if (task.device == kHost) {
-        HostLink link(*transport_, tag, options_.chunk_bytes, scratch_);
-        run_collective(link, task.kind, task.algo, task.args, task.peer);
+        run_collective(*host_link(tag, is_collective(task.kind)), task.kind, task.algo, task.args, task.peer);
       } else {
         if (!device_) device_ = make_device_backend(*transport_, options_, task.device);
         device_->run(task.kind, task.algo, task.args, task.peer, tag);
@@ -211,6 +214,7 @@ void Communicator::execute(Task& task) {
       error = std::current_exception();
       std::lock_guard lock(mutex_);
       broken_ = e.what();
+      if (shm_) shm_->abort();  // peers asleep on shared memory wake and fail now
       // Abort: closing every connection makes the peers fail now instead of at their timeout
       // (and lets rank 0's transport leave without waiting for peers blocked on it).
       transport_->abort(e.what());
@@ -223,11 +227,33 @@ void Communicator::execute(Task& task) {
   complete(*task.state, error);
 }
 
+std::unique_ptr<Link> Communicator::host_link(uint64_t tag, bool collective) {
+  if (shm_ && collective) return std::make_unique<ShmLink>(*shm_, *transport_, tag);
+  return std::make_unique<HostLink>(*transport_, tag, options_.chunk_bytes, scratch_);
+}
+
+// Decided once, by the first host collective (every rank runs it, in the same order).
+void Communicator::choose_host_path() {
+  if (shm_decided_) return;
+  std::string why;
+  shm_ = ShmPeers::connect(*transport_, options_.chunk_bytes, options_.shared_memory, why);
+  shm_decided_ = true;
+  std::lock_guard lock(mutex_);
+  host_path_ = shm_ ? "shared memory" : fmt::format("TCP ({})", why);
+}
+
+std::string Communicator::host_path() const {
+  std::lock_guard lock(mutex_);
+  return host_path_;
+}
+
 void Communicator::check_agreement(const Task& task) {
   if (!is_collective(task.kind) || !options_.check_args) return;
   const std::size_t chunk = task.device == kHost ? options_.chunk_bytes : options_.device_chunk_bytes;
   Descriptor mine = describe_call(task.kind, task.seq, task.args, task.algo, chunk, task.device != kHost, task.invalid);
-  std::vector<Descriptor> all = exchange_descriptors(*transport_, mine);
+  // The descriptors travel like the data: shared memory once it is set up (the first host
+  // collective is checked over TCP, before the ranks meet to set it up).
+  std::vector<Descriptor> all = exchange_descriptors(*host_link(kCheckTag, true), mine);
   if (std::string why = find_disagreement(all); !why.empty())
     throw CollectiveError(fmt::format("{} #{} on rank {}: {}", coll_name(task.kind), task.seq, rank_, why));
 }

@@ -50,6 +50,10 @@ struct CommOptions {
   /// Piece size of device transfers (a multiple of 8): RINGGRAD_DEVICE_CHUNK_BYTES. Each
   /// same-host peer gets an inbox of 4 pieces in device memory.
   std::size_t device_chunk_bytes = 4 << 20;
+  /// Host-memory collectives between ranks that all share one host go through shared memory
+  /// (shm_peers.h) instead of loopback TCP: RINGGRAD_SHM=0 keeps TCP. Point-to-point send/recv
+  /// always use TCP.
+  bool shared_memory = true;
 
   /// Defaults overridden by the environment variables above; throws std::invalid_argument.
   static CommOptions from_env();
@@ -73,6 +77,8 @@ class Work {
 };
 
 class DeviceBackend;
+class Link;
+class ShmPeers;
 
 /// Device buffers (Buffer::device >= 0), the contract: every buffer of one call is on the same
 /// device, and all device calls of a communicator use one device (the first call's). The
@@ -96,6 +102,9 @@ class Communicator {
 
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
+  /// How host-memory collectives travel: "shared memory", or "TCP (why not shared memory)";
+  /// empty until the first host collective decided it.
+  std::string host_path() const;
   const CommOptions& options() const { return options_; }
   /// The job's rendezvous store (out-of-band agreement, e.g. another library's rendezvous).
   transport::Store& store() { return transport_->store(); }
@@ -141,6 +150,9 @@ class Communicator {
   Work submit(Task task, bool blocking);
   void execute(Task& task);
   void check_agreement(const Task& task);
+  void choose_host_path();
+  // The link for host memory: shared memory for collectives once set up, else TCP.
+  std::unique_ptr<Link> host_link(uint64_t tag, bool collective);
   void worker_loop();
 
   std::unique_ptr<transport::Transport> transport_;
@@ -149,6 +161,10 @@ class Communicator {
   int world_size_;
   std::vector<std::byte> scratch_;  // used only by the thread running a task
   std::unique_ptr<DeviceBackend> device_;  // made by the first device call; thread running a task
+  // Made by the first host collective when every rank is on this host; thread running a task.
+  std::unique_ptr<ShmPeers> shm_;
+  bool shm_decided_ = false;
+  std::string host_path_;  // how host collectives travel, once decided
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;

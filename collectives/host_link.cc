@@ -1,9 +1,7 @@
-// HostLink: chunked point-to-point transfers over TCP with receive-side reduction, and the
-// local copies and temporaries of the algorithms in host memory.
+// HostLink: chunked point-to-point transfers over TCP with receive-side reduction.
 #include "collectives/host_link.h"
 
 #include <algorithm>
-#include <cstring>
 
 #include "collectives/reduce_kernel.h"
 
@@ -11,7 +9,7 @@ namespace ringgrad::collectives {
 
 HostLink::HostLink(transport::Transport& transport, uint64_t tag, std::size_t chunk_bytes,
                    std::vector<std::byte>& scratch)
-    : Link(transport.rank(), transport.world_size(), chunk_bytes), transport_(transport), tag_(tag), scratch_(scratch) {}
+    : HostMemoryLink(transport.rank(), transport.world_size(), chunk_bytes), transport_(transport), tag_(tag), scratch_(scratch) {}
 
 void HostLink::isend(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) {
   if (to < 0) return;
@@ -69,19 +67,6 @@ void HostLink::send_recv_reduce(int to, const void* send, std::size_t send_bytes
             dtype, op);
   }
   wait_all(sends);
-}
-
-void HostLink::copy(void* dst, const void* src, std::size_t bytes) {
-  if (dst != src && bytes > 0) std::memcpy(dst, src, bytes);
-}
-
-void HostLink::finalize(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) {
-  collectives::finalize(data, count, dtype, op, world_size);
-}
-
-std::byte* HostLink::workspace(std::size_t bytes) {
-  if (workspace_.size() < bytes) workspace_.resize(bytes);
-  return workspace_.data();
 }
 
 }  // namespace ringgrad::collectives

@@ -7,12 +7,12 @@
 #include <cstdint>
 #include <vector>
 
-#include "collectives/link.h"
+#include "collectives/host_memory_link.h"
 #include "transport/transport.h"
 
 namespace ringgrad::collectives {
 
-class HostLink final : public Link {
+class HostLink final : public HostMemoryLink {
  public:
   /// `scratch` must outlive the HostLink; it grows to chunk_bytes on first use.
   HostLink(transport::Transport& transport, uint64_t tag, std::size_t chunk_bytes, std::vector<std::byte>& scratch);
@@ -23,9 +23,6 @@ class HostLink final : public Link {
                         std::size_t count, DType dtype, ReduceOp op) override;
   void isend(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) override;
   void irecv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending) override;
-  void copy(void* dst, const void* src, std::size_t bytes) override;
-  void finalize(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) override;
-  std::byte* workspace(std::size_t bytes) override;
 
  private:
   // A small message is sent at once on this thread, a large one queued to the progress thread.
@@ -34,7 +31,6 @@ class HostLink final : public Link {
   transport::Transport& transport_;
   uint64_t tag_;
   std::vector<std::byte>& scratch_;
-  std::vector<std::byte> workspace_;
 };
 
 }  // namespace ringgrad::collectives

@@ -179,6 +179,7 @@ int Transport::rank() const { return engine_->config().rank; }
 int Transport::world_size() const { return engine_->config().world_size; }
 std::chrono::milliseconds Transport::timeout() const { return engine_->config().timeout; }
 void Transport::abort(const std::string& cause) { engine_->abort(cause); }
+bool Transport::connected(int peer) const { return engine_->peer(peer, "connected")->open(); }
 
 Store& Transport::store() { return engine_->store(); }
 

@@ -62,6 +62,9 @@ class Transport {
   int world_size() const;
   /// How long an operation may make no progress before it fails.
   std::chrono::milliseconds timeout() const;
+  /// Whether the connection to peer is still up: not failed here (abort, an error) and not
+  /// closed by the peer (it exited, died or aborted). For waits that do not read the socket.
+  bool connected(int peer) const;
 
   /// Sends data (any size, 0 bytes to more than 4 GiB) to peer with a user tag. Returns when
   /// the bytes are handed to the kernel: the buffer may be reused, the peer may not have them.

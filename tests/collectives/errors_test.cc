@@ -1,6 +1,7 @@
 // Ranks that disagree (count, dtype, op, root, collective) or pass unusable buffers get a
 // CollectiveError on every rank naming the ranks and values, and the communicator stays usable;
-// a rank killed during a 64 MiB all_reduce makes every survivor throw within the timeout.
+// a rank killed during a 64 MiB all_reduce makes every survivor throw within the timeout, over
+// shared memory and over TCP.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -125,11 +126,15 @@ TEST_CASE("asynchronous collectives run in issue order while the caller computes
   }));
 }
 
-TEST_CASE("a rank killed during a 64 MiB all_reduce makes every survivor throw within the timeout", "[collectives]") {
+namespace {
+
+void kill_a_rank_during_all_reduce(bool shared_memory) {
   RunOptions options;
   options.timeout = std::chrono::seconds(10);
-  const auto results = run_ranks(3, [](const transport::Config& config) {
-    Communicator comm(config, collectives::CommOptions{});
+  const auto results = run_ranks(3, [&](const transport::Config& config) {
+    collectives::CommOptions comm_options;
+    comm_options.shared_memory = shared_memory;
+    Communicator comm(config, comm_options);
     std::vector<float> x(16 << 20, 1.0f);
     comm.barrier();
     std::thread killer;
@@ -160,6 +165,34 @@ TEST_CASE("a rank killed during a 64 MiB all_reduce makes every survivor throw w
   CHECK(results[0].ok());
   CHECK(results[1].ok());
   CHECK(results[2].signal == SIGKILL);
+}
+
+}  // namespace
+
+TEST_CASE("a rank killed during a 64 MiB all_reduce makes every survivor throw within the timeout", "[collectives]") {
+  SECTION("over shared memory") { kill_a_rank_during_all_reduce(true); }
+  SECTION("over TCP") { kill_a_rank_during_all_reduce(false); }
+}
+
+TEST_CASE("ranks on one host use shared memory unless one rank turns it off, with the same sums", "[collectives]") {
+  for (int off_rank : {-1, 1}) {
+    require_all_ok(run_ranks(3, [&](const transport::Config& config) {
+      collectives::CommOptions comm_options;
+      comm_options.shared_memory = config.rank != off_rank;
+      Communicator comm(config, comm_options);
+      std::vector<std::int32_t> x(300007);
+      for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<std::int32_t>(i % 1000) * (comm.rank() + 1);
+      comm.all_reduce(Buffer{x.data(), x.size(), DType::kInt32}, Buffer{x.data(), x.size(), DType::kInt32}, ReduceOp::SUM);
+      for (std::size_t i = 0; i < x.size(); ++i)
+        check(x[i] == static_cast<std::int32_t>(i % 1000) * 6, fmt::format("rank {}: element {} is {}", comm.rank(), i, x[i]));
+      const std::string path = comm.host_path();
+      if (off_rank < 0)
+        check(path == "shared memory", fmt::format("rank {}: host path '{}'", comm.rank(), path));
+      else
+        check(path.starts_with("TCP") && path.find("rank 1: shared memory turned off") != std::string::npos,
+              fmt::format("rank {}: host path '{}'", comm.rank(), path));
+    }));
+  }
 }
 
 TEST_CASE("a broadcast of more than 2 GiB arrives whole", "[collectives][large]") {

@@ -1,6 +1,7 @@
 // Every collective x algorithm x dtype x op x count {0, 1, 7, 1000003} x in/out of place, for
-// world sizes 1-5, with real processes over loopback, checked against a serial reference.
-// One process group per (collective, world size) runs all its combinations: one ctest entry each.
+// world sizes 1-5, with real processes on this host, checked against a serial reference: over
+// shared memory (the default here) and over loopback TCP. One process group per (collective,
+// world size, path) runs all its combinations: one ctest entry each.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -95,11 +96,13 @@ void run_case(Communicator& comm, const Case& c) {
   }
 }
 
-void sweep(CollKind kind, int p) {
+void sweep(CollKind kind, int p, bool shared_memory) {
   RunOptions options;
   options.deadline = std::chrono::seconds(170);
   const auto results = run_ranks(p, [&](const transport::Config& config) {
-    Communicator comm(config, collectives::CommOptions{});
+    collectives::CommOptions comm_options;
+    comm_options.shared_memory = shared_memory;
+    Communicator comm(config, comm_options);
     const bool reduces = kind != CollKind::kBroadcast && kind != CollKind::kAllGather;
     const bool per_rank = kind == CollKind::kAllGather || kind == CollKind::kReduceScatter;
     int index = 0;
@@ -116,6 +119,10 @@ void sweep(CollKind kind, int p) {
             }
         }
     }
+    if (p > 1) {
+      const std::string path = comm.host_path();
+      check(path.starts_with(shared_memory ? "shared memory" : "TCP"), fmt::format("rank {}: host path {}", comm.rank(), path));
+    }
   }, options);
   INFO(describe(results));
   for (const auto& r : results) CHECK(r.ok());
@@ -123,12 +130,15 @@ void sweep(CollKind kind, int p) {
 
 }  // namespace
 
-#define RINGGRAD_SWEEP(name, kind)                                         \
-  TEST_CASE(#name ", world size 1", "[collectives]") { sweep(kind, 1); } \
-  TEST_CASE(#name ", world size 2", "[collectives]") { sweep(kind, 2); } \
-  TEST_CASE(#name ", world size 3", "[collectives]") { sweep(kind, 3); } \
-  TEST_CASE(#name ", world size 4", "[collectives]") { sweep(kind, 4); } \
-  TEST_CASE(#name ", world size 5", "[collectives]") { sweep(kind, 5); }
+#define RINGGRAD_SWEEP(name, kind)                                                          \
+  TEST_CASE(#name ", world size 1", "[collectives]") { sweep(kind, 1, true); }                  \
+  TEST_CASE(#name ", world size 2", "[collectives]") { sweep(kind, 2, true); }                  \
+  TEST_CASE(#name ", world size 3", "[collectives]") { sweep(kind, 3, true); }                  \
+  TEST_CASE(#name ", world size 4", "[collectives]") { sweep(kind, 4, true); }                  \
+  TEST_CASE(#name ", world size 5", "[collectives]") { sweep(kind, 5, true); }                  \
+  TEST_CASE(#name ", world size 2, over TCP", "[collectives]") { sweep(kind, 2, false); }       \
+  TEST_CASE(#name ", world size 3, over TCP", "[collectives]") { sweep(kind, 3, false); }       \
+  TEST_CASE(#name ", world size 5, over TCP", "[collectives]") { sweep(kind, 5, false); }
 
 RINGGRAD_SWEEP(all_reduce, CollKind::kAllReduce)
 RINGGRAD_SWEEP(reduce, CollKind::kReduce)

@@ -1,0 +1,22 @@
+#include "collectives/host_memory_link.h"
+
+#include <cstring>
+
+#include "collectives/reduce_kernel.h"
+
+namespace ringgrad::collectives {
+
+void HostMemoryLink::copy(void* dst, const void* src, std::size_t bytes) {
+  if (dst != src && bytes > 0) std::memcpy(dst, src, bytes);
+}
+
+void HostMemoryLink::finalize(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) {
+  collectives::finalize(data, count, dtype, op, world_size);
+}
+
+std::byte* HostMemoryLink::workspace(std::size_t bytes) {
+  if (workspace_.size() < bytes) workspace_.resize(bytes);
+  return workspace_.data();
+}
+
+}  // namespace ringgrad::collectives

@@ -1,0 +1,144 @@
+#include "collectives/shm_link.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cstring>
+
+#include <fmt/format.h>
+
+#include "collectives/reduce_kernel.h"
+
+namespace ringgrad::collectives {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// A peer inside the same collective answers within about one piece's copy (10-20 us for
+// 128 KiB); spinning that long costs less than a futex sleep and wake-up. Beyond it the peer is
+// elsewhere (still computing): sleep, and look at the peers' health at this interval.
+constexpr auto kSpin = std::chrono::microseconds(20);
+constexpr auto kNap = std::chrono::milliseconds(5);
+
+void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+}  // namespace
+
+ShmLink::ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t tag)
+    : HostMemoryLink(transport.rank(), transport.world_size(), peers.chunk_bytes()),
+      peers_(peers),
+      transport_(transport),
+      tag_(tag) {}
+
+bool ShmLink::advance_send(Outgoing& out) {
+  ShmInbox& box = peers_.inbox(out.to, rank());
+  const std::uint32_t written = box.sender.written;  // only this rank writes it
+  if (written - std::atomic_ref(box.receiver.consumed).load(std::memory_order_acquire) == kShmSlots) return false;
+  const std::size_t n = std::min(chunk_bytes(), out.bytes - out.done);
+  std::memcpy(peers_.slot(out.to, rank(), written), out.src + out.done, n);
+  box.sender.piece_bytes[written % kShmSlots] = n;
+  box.sender.piece_tag[written % kShmSlots] = tag_;
+  std::atomic_ref(box.sender.written).store(written + 1, std::memory_order_release);
+  peers_.ring(out.to);
+  out.done += n;
+  return true;
+}
+
+bool ShmLink::advance_recv(Incoming& in) {
+  ShmInbox& box = peers_.inbox(rank(), in.from);
+  const std::uint32_t consumed = box.receiver.consumed;  // only this rank writes it
+  if (std::atomic_ref(box.sender.written).load(std::memory_order_acquire) == consumed) return false;
+  const std::size_t n = std::min(chunk_bytes(), in.bytes - in.done);
+  if (box.sender.piece_tag[consumed % kShmSlots] != tag_)
+    throw transport::TransportError(fmt::format("rank {}: rank {} sent a piece of operation {:#x}, expected {:#x} (the "
+                                                "ranks disagree on the order of collectives)", rank(), in.from,
+                                                box.sender.piece_tag[consumed % kShmSlots], tag_));
+  if (box.sender.piece_bytes[consumed % kShmSlots] != n)
+    throw transport::TransportError(fmt::format("rank {}: rank {} sent a piece of {} bytes, expected {} (the ranks "
+                                                "disagree on the collective)", rank(), in.from,
+                                                box.sender.piece_bytes[consumed % kShmSlots], n));
+  const std::byte* piece = peers_.slot(rank(), in.from, consumed);
+  if (in.a == nullptr)
+    std::memcpy(in.dst + in.done, piece, n);
+  else
+    combine(in.dst + in.done, in.a + in.done, piece, n / dtype_size(in.dtype), in.dtype, in.op);
+  std::atomic_ref(box.receiver.consumed).store(consumed + 1, std::memory_order_release);
+  peers_.ring(in.from);
+  in.done += n;
+  return true;
+}
+
+void ShmLink::exchange(Outgoing out, Incoming in) {
+  ShmDoorbell& bell = peers_.doorbell(rank());
+  auto last = Clock::now();
+  while (out.done < out.bytes || in.done < in.bytes) {
+    // Read the doorbell before looking: a ring after this makes the wait return at once.
+    const std::uint32_t seen = std::atomic_ref(bell.rings).load();
+    bool moved = false;
+    if (out.done < out.bytes) moved |= advance_send(out);
+    if (in.done < in.bytes) moved |= advance_recv(in);
+    if (moved)
+      last = Clock::now();
+    else
+      wait_for_ring(seen, out, in, last);
+  }
+}
+
+void ShmLink::wait_for_ring(std::uint32_t seen, const Outgoing& out, const Incoming& in, Clock::time_point last) {
+  ShmDoorbell& bell = peers_.doorbell(rank());
+  std::atomic_ref rings(bell.rings);
+  for (const auto spin_end = Clock::now() + kSpin; Clock::now() < spin_end;) {
+    if (rings.load(std::memory_order_acquire) != seen) return;
+    cpu_relax();
+  }
+  std::atomic_ref sleepers(bell.sleepers);
+  sleepers.fetch_add(1);
+  if (rings.load() == seen) transport::futex_wait(&bell.rings, seen, kNap);
+  sleepers.fetch_sub(1);
+  if (rings.load() != seen) return;
+  // Nothing came: is anyone we wait for gone?
+  const auto what = [&] {
+    return fmt::format("sending {} of {} bytes to rank {}, receiving {} of {} bytes from rank {}", out.done, out.bytes,
+                       out.to, in.done, in.bytes, in.from);
+  };
+  if (std::atomic_ref(bell.aborted).load())
+    throw transport::TransportError(fmt::format("rank {}: another rank's collective failed ({})", rank(), what()));
+  for (int peer : {out.done < out.bytes ? out.to : -1, in.done < in.bytes ? in.from : -1}) {
+    if (peer >= 0 && !transport_.connected(peer))
+      throw transport::TransportError(fmt::format("rank {}: rank {} closed its connection: it exited or died ({})",
+                                                  rank(), peer, what()));
+  }
+  if (Clock::now() - last > transport_.timeout())
+    throw transport::TransportError(fmt::format("rank {}: no progress over shared memory for {} ms (rank may have hung or "
+                                                "be waiting on something else; {})", rank(),
+                                                transport_.timeout().count(), what()));
+}
+
+void ShmLink::send_recv(int to, const void* send, std::size_t send_bytes, int from, void* recv, std::size_t recv_bytes) {
+  exchange(Outgoing{to, static_cast<const std::byte*>(send), to < 0 ? 0 : send_bytes, 0},
+           Incoming{from, static_cast<std::byte*>(recv), nullptr, from < 0 ? 0 : recv_bytes, 0, DType::kUInt8, ReduceOp::SUM});
+}
+
+void ShmLink::send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst, const void* a,
+                               std::size_t count, DType dtype, ReduceOp op) {
+  exchange(Outgoing{to, static_cast<const std::byte*>(send), to < 0 ? 0 : send_bytes, 0},
+           Incoming{from, static_cast<std::byte*>(dst), static_cast<const std::byte*>(a),
+                    from < 0 ? 0 : count * dtype_size(dtype), 0, dtype, op});
+}
+
+void ShmLink::isend(int to, const void* data, std::size_t bytes, std::vector<Pending>&) { send(to, data, bytes); }
+
+void ShmLink::irecv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending) {
+  if (from < 0) return;
+  auto* p = static_cast<std::byte*>(data);
+  for (std::size_t off = 0; off < bytes; off += chunk_bytes()) {
+    const std::size_t n = std::min(chunk_bytes(), bytes - off);
+    pending.emplace_back(std::function<void()>([this, from, p, off, n] { recv(from, p + off, n); }));
+  }
+}
+
+}  // namespace ringgrad::collectives

@@ -1,0 +1,60 @@
+// ShmLink: the Link for host memory when every rank is on this host. A piece goes into a slot of
+// the receiver's inbox (shm_peers.h) and is announced by bumping the inbox's `written` count;
+// the receiver copies or reduces it out of the slot and bumps `consumed`, which frees the slot.
+// Each count has one writer, so no locks: release/acquire on the counts orders the data. A
+// rank with nothing to do spins for a few microseconds, then sleeps on its doorbell (a futex)
+// until a peer rings it, checking every few milliseconds that its peers are alive.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "collectives/host_memory_link.h"
+#include "collectives/shm_peers.h"
+#include "transport/transport.h"
+
+namespace ringgrad::collectives {
+
+class ShmLink final : public HostMemoryLink {
+ public:
+  /// A link for one collective with tag `tag` (its sequence number): every piece carries it and
+  /// a piece of another operation is an error. `transport` tells whether peers are alive.
+  ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t tag);
+
+  void send_recv(int to, const void* send, std::size_t send_bytes, int from, void* recv,
+                 std::size_t recv_bytes) override;
+  void send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst, const void* a,
+                        std::size_t count, DType dtype, ReduceOp op) override;
+  /// Runs the send now: it returns once every piece is in the peer's inbox.
+  void isend(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) override;
+  /// Runs the receive when its Pending is waited for (pieces from a peer are taken in order).
+  void irecv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending) override;
+
+ private:
+  struct Outgoing {
+    int to;
+    const std::byte* src;
+    std::size_t bytes, done;
+  };
+  struct Incoming {
+    int from;
+    std::byte* dst;
+    const std::byte* a;  // nullptr: copy; else dst = a op received
+    std::size_t bytes, done;
+    DType dtype;
+    ReduceOp op;
+  };
+  bool advance_send(Outgoing& out);
+  bool advance_recv(Incoming& in);
+  void exchange(Outgoing out, Incoming in);
+  void wait_for_ring(std::uint32_t seen, const Outgoing& out, const Incoming& in,
+                     std::chrono::steady_clock::time_point last_progress);
+
+  ShmPeers& peers_;
+  transport::Transport& transport_;
+  uint64_t tag_;
+};
+
+}  // namespace ringgrad::collectives

@@ -1,0 +1,104 @@
+#include "collectives/shm_peers.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <random>
+
+#include <fmt/format.h>
+
+namespace ringgrad::collectives {
+namespace {
+
+static_assert(sizeof(ShmInbox) % 64 == 0 && sizeof(ShmDoorbell) == 64);
+
+// A segment: the doorbell, p inbox headers (one per sender; the owner's own is unused), then
+// p x kShmSlots slots. Every offset is a multiple of 64 bytes.
+std::size_t headers_bytes(int p) { return sizeof(ShmDoorbell) + static_cast<std::size_t>(p) * sizeof(ShmInbox); }
+std::size_t segment_bytes(int p, std::size_t chunk) {
+  return headers_bytes(p) + static_cast<std::size_t>(p) * kShmSlots * chunk;
+}
+
+std::string unique_name(int rank) {
+  std::random_device device;
+  const std::uint64_t nonce = (std::uint64_t{device()} << 32) | device();
+  return fmt::format("/ringgrad-{}-{}-{:016x}", ::getpid(), rank, nonce);
+}
+
+}  // namespace
+
+std::unique_ptr<ShmPeers> ShmPeers::connect(transport::Transport& transport, std::size_t chunk_bytes, bool enabled,
+                                            std::string& why) {
+  const int r = transport.rank(), p = transport.world_size();
+  transport::Store& store = transport.store();
+  const std::size_t bytes = segment_bytes(p, chunk_bytes);
+  std::unique_ptr<ShmPeers> peers(new ShmPeers(p, chunk_bytes));
+  peers->segments_.resize(static_cast<std::size_t>(p));
+  // Why this rank cannot use shared memory, empty when it can.
+  std::string problem = enabled ? "" : fmt::format("rank {}: shared memory turned off (RINGGRAD_SHM=0)", r);
+  if (problem.empty()) {
+    try {
+      peers->segments_[static_cast<std::size_t>(r)] = transport::SharedMemory::create(unique_name(r), bytes);
+    } catch (const transport::TransportError& e) {
+      problem = fmt::format("rank {}: {}", r, e.what());
+    }
+  }
+  const transport::SharedMemory& mine = peers->segments_[static_cast<std::size_t>(r)];
+  store.set(fmt::format("collectives/shm/segment/{}", r), fmt::format("{} {}", chunk_bytes, mine.name()));
+  for (int q = 0; q < p; ++q) {
+    if (q == r) continue;
+    const std::string value = store.get(fmt::format("collectives/shm/segment/{}", q));
+    const std::size_t space = value.find(' ');
+    const std::string their_chunk = value.substr(0, space), name = value.substr(space + 1);
+    if (their_chunk != std::to_string(chunk_bytes))
+      throw transport::TransportError(fmt::format("rank {}: chunk bytes {} but rank {} uses {} (RINGGRAD_CHUNK_BYTES differs)",
+                                                  r, chunk_bytes, q, their_chunk));
+    if (!problem.empty() || name.empty()) continue;  // a rank without a segment reports its own reason
+    try {
+      peers->segments_[static_cast<std::size_t>(q)] = transport::SharedMemory::open(name, bytes);
+    } catch (const transport::TransportError& e) {
+      problem = fmt::format("rank {} cannot map rank {}'s segment: {}", r, q, e.what());
+    }
+  }
+  // Every rank says whether it mapped everything; the path is shared memory only if all did.
+  store.set(fmt::format("collectives/shm/mapped/{}", r), problem);
+  for (int q = 0; q < p; ++q) {
+    const std::string theirs = store.get(fmt::format("collectives/shm/mapped/{}", q));
+    if (why.empty()) why = theirs;
+  }
+  // Everybody who could map this segment has: its name can go.
+  peers->segments_[static_cast<std::size_t>(r)].unlink();
+  if (!why.empty()) return nullptr;
+  return peers;
+}
+
+ShmDoorbell& ShmPeers::doorbell(int rank) const {
+  return *reinterpret_cast<ShmDoorbell*>(segments_[static_cast<std::size_t>(rank)].data());
+}
+
+ShmInbox& ShmPeers::inbox(int owner, int sender) const {
+  std::byte* base = segments_[static_cast<std::size_t>(owner)].data() + sizeof(ShmDoorbell);
+  return reinterpret_cast<ShmInbox*>(base)[sender];
+}
+
+std::byte* ShmPeers::slot(int owner, int sender, std::uint32_t k) const {
+  const std::size_t index = static_cast<std::size_t>(sender) * kShmSlots + k % kShmSlots;
+  return segments_[static_cast<std::size_t>(owner)].data() + headers_bytes(world_size_) + index * chunk_bytes_;
+}
+
+void ShmPeers::ring(int rank) const {
+  ShmDoorbell& bell = doorbell(rank);
+  std::atomic_ref(bell.rings).fetch_add(1);
+  // Sequentially consistent with the sleeper's "sleepers++, then look at rings": either it sees
+  // the new ring and does not sleep, or this sees it asleep and wakes it.
+  if (std::atomic_ref(bell.sleepers).load() > 0) transport::futex_wake(&bell.rings);
+}
+
+void ShmPeers::abort() const {
+  for (int q = 0; q < world_size_; ++q) {
+    std::atomic_ref(doorbell(q).aborted).store(1);
+    ring(q);
+  }
+}
+
+}  // namespace ringgrad::collectives
