@@ -1,7 +1,8 @@
 // Link: what one collective's algorithm sees of the other ranks and of memory. It is the one
 // place that moves bytes: pieces between ranks, local copies, the AVG division and temporary
-// buffers. HostLink (host_link.h) does it for host memory over TCP, DeviceLink (device_link.h)
-// for device memory, so every algorithm runs unchanged on both. Calls are per message or per
+// buffers. HostLink (host_link.h) does it for host memory over TCP, ShmLink (shm_link.h) for
+// host memory through shared memory when every rank is on one host, DeviceLink (device_link.h)
+// for device memory, so every algorithm runs unchanged on all three. Calls are per message or per
 // piece of chunk_bytes, never per byte: the virtual call costs nothing measurable.
 #pragma once
 

@@ -24,8 +24,21 @@ echo "## GPT baby (n_layer 4, n_embd 128, T 64), 12 sequences per rank, $iters s
 echo "| run | tokens/s (all ranks) | comm wait | model state on rank 0 |"
 echo "|---|---|---|---|"
 gpt_row "ringgrad, 1 process" $gpt --batch_size 12
+# The machine's own ceiling for 2 ranks: two 1-process runs at once that never talk.
+pair_row() {  # label, command...
+  local label=$1; shift
+  local a b; a=$(mktemp); b=$(mktemp)
+  "$@" > "$a" 2>&1 &
+  "$@" > "$b" 2>&1
+  wait
+  local tps; tps=$(for f in "$a" "$b"; do grep -o "[0-9]* tokens/s" "$f" | tail -1; done | awk '{s += $1} END {print s}')
+  rm -f "$a" "$b"
+  echo "| $label | $tps | | |"
+}
+pair_row "two independent 1-process runs at once (no communication)" $gpt --batch_size 12
 for s in ddp-naive ddp zero1 zero2 fsdp; do gpt_row "ringgrad $s, 2 ranks" $run $gpt --batch_size 24 --strategy $s; done
 gpt_row "ringgrad ddp without overlap, 2 ranks" $run $gpt --batch_size 24 --strategy ddp --overlap false
+gpt_row "ringgrad ddp over TCP (RINGGRAD_SHM=0), 2 ranks" env RINGGRAD_SHM=0 $run $gpt --batch_size 24 --strategy ddp
 # PyTorch as installed (OpenBLAS picks its generic kernels on CPUs it does not know), and with
 # the AVX-512 kernels ringgrad names (tensor/openblas.h). An empty OPENBLAS_CORETYPE is not the
 # same as none, so the first case removes the variable.
@@ -45,6 +58,7 @@ echo "|---|---|"
 mlp="$build/bin/train_mlp --epochs 1 --log-every 100000"
 echo "| ringgrad, 1 process | $($mlp --batch-size 64 | grep -o '[0-9]* samples/s' | tail -1) |"
 echo "| ringgrad ddp, 2 ranks | $($run $mlp --batch-size 128 | grep -o '[0-9]* samples/s' | tail -1) |"
+echo "| ringgrad ddp over TCP (RINGGRAD_SHM=0), 2 ranks | $(RINGGRAD_SHM=0 $run $mlp --batch-size 128 | grep -o '[0-9]* samples/s' | tail -1) |"
 for blas in "$blas_as_installed" "$blas_skylakex"; do
   note=", ${blas#env }"
   echo "| PyTorch, 1 process$note | $(torch_rate $blas $torch_mlp) |"

@@ -279,7 +279,9 @@ int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contend
   const double avg = busbw_n ? busbw_sum / static_cast<double>(busbw_n) : 0.0;
   if (lead) {
     fmt::print("# Out of bounds values : {} {}\n", wrong_total, wrong_total == 0 ? "OK" : "FAILED");
-    fmt::print("# Avg bus bandwidth    : {:.4f} \n#\n", avg);
+    fmt::print("# Avg bus bandwidth    : {:.4f} \n", avg);
+    if (device == collectives::kHost && p > 1) fmt::print("# Host path            : {}\n", comm.host_path());
+    fmt::print("#\n");
     if (!o.json.empty()) {
       nlohmann::json doc = {{"collective", collectives::coll_name(kind)}, {"nranks", p}, {"iters", o.iters},
                             {"cost_model", model_line}, {"rows", rows}, {"avg_busbw", avg}, {"wrong", wrong_total}};
