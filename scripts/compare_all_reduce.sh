@@ -9,6 +9,9 @@ build=${1:-build}
 rounds=${2:-3}
 out=bench/results
 mkdir -p "$out"
+# gloo moves bytes over TCP only; ringgrad does too here, so the transports are the same and the
+# algorithms and their implementation are what differ (docs/collectives.md has shared memory).
+export RINGGRAD_SHM=0
 launch() {  # ringgrad-run when built, else the same environment by hand
   if [ -x "$build/bin/ringgrad-run" ]; then
     "$build/bin/ringgrad-run" --nproc-per-node 2 "$@"
