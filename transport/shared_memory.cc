@@ -32,11 +32,12 @@ std::byte* map(int fd, std::size_t bytes, const std::string& name) {
 SharedMemory SharedMemory::create(const std::string& name, std::size_t bytes) {
   const int fd = ::shm_open(name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
   if (fd < 0) throw TransportError(fmt::format("cannot create shared memory {}: {}", name, std::strerror(errno)));
-  if (::ftruncate(fd, static_cast<off_t>(bytes)) != 0) {
-    const int err = errno;
+  // Reserve the pages now: a segment merely sized (ftruncate) on a full /dev/shm (a container's
+  // 64 MiB, say) would kill the process with SIGBUS at its first touch instead of failing here.
+  if (const int err = ::posix_fallocate(fd, 0, static_cast<off_t>(bytes)); err != 0) {
     ::close(fd);
     ::shm_unlink(name.c_str());
-    throw TransportError(fmt::format("cannot size shared memory {} to {} bytes: {}", name, bytes, std::strerror(err)));
+    throw TransportError(fmt::format("cannot reserve {} bytes of shared memory for {}: {}", bytes, name, std::strerror(err)));
   }
   try {
     return SharedMemory(name, map(fd, bytes, name), bytes, true);

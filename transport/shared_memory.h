@@ -16,8 +16,9 @@ namespace ringgrad::transport {
 class SharedMemory {
  public:
   SharedMemory() = default;
-  /// Creates the segment `name` ("/..." as shm_open wants it) of `bytes` bytes, zero-filled.
-  /// Throws TransportError when it exists already or the system refuses (errno's text).
+  /// Creates the segment `name` ("/..." as shm_open wants it) of `bytes` bytes, zero-filled,
+  /// its pages reserved. Throws TransportError when it exists already, /dev/shm lacks the room,
+  /// or the system refuses (errno's text).
   static SharedMemory create(const std::string& name, std::size_t bytes);
   /// Maps the existing segment `name`, which must hold at least `bytes` bytes. Throws
   /// TransportError when it is not there (another host, another /dev/shm) or is smaller.
