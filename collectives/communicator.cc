@@ -46,10 +46,20 @@ bool is_collective(CollKind kind) { return kind != CollKind::kSend && kind != Co
 std::size_t env_size(const char* name, std::size_t fallback) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return fallback;
+  if (std::strchr(v, '-') != nullptr) throw std::invalid_argument(fmt::format("{}='{}' is not a whole number", name, v));
   char* end = nullptr;
   const unsigned long long x = std::strtoull(v, &end, 10);
   if (*end != '\0') throw std::invalid_argument(fmt::format("{}='{}' is not a whole number", name, v));
   return static_cast<std::size_t>(x);
+}
+
+// Pieces below 4 KiB cost more in per-piece work than they move, and the argument check's
+// 240-byte descriptor must fit a shared-memory inbox; above 1 GiB an inbox would not fit memory.
+constexpr std::size_t kMinChunk = 4 << 10, kMaxChunk = std::size_t{1} << 30;
+
+void check_chunk(const char* what, std::size_t bytes) {
+  if (bytes < kMinChunk || bytes > kMaxChunk || bytes % 8 != 0)
+    throw std::invalid_argument(fmt::format("{}={} must be a multiple of 8 from {} to {}", what, bytes, kMinChunk, kMaxChunk));
 }
 
 void complete(Work::State& state, std::exception_ptr error) {
@@ -68,8 +78,7 @@ CommOptions CommOptions::from_env() {
   o.check_args = env_size("RINGGRAD_CHECK", 1) != 0;
   if (const char* a = std::getenv("RINGGRAD_ALGO"); a != nullptr && *a != '\0') o.algo = parse_algo(a);
   o.chunk_bytes = env_size("RINGGRAD_CHUNK_BYTES", o.chunk_bytes);
-  if (o.chunk_bytes == 0 || o.chunk_bytes % 8 != 0)
-    throw std::invalid_argument(fmt::format("RINGGRAD_CHUNK_BYTES={} must be a positive multiple of 8", o.chunk_bytes));
+  check_chunk("RINGGRAD_CHUNK_BYTES", o.chunk_bytes);
   o.model.chunk_bytes = o.chunk_bytes;
   if (const char* b = std::getenv("RINGGRAD_BACKEND"); b != nullptr && *b != '\0') {
     try {
@@ -80,9 +89,7 @@ CommOptions CommOptions::from_env() {
   }
   o.shared_memory = env_size("RINGGRAD_SHM", 1) != 0;
   o.device_chunk_bytes = env_size("RINGGRAD_DEVICE_CHUNK_BYTES", o.device_chunk_bytes);
-  if (o.device_chunk_bytes == 0 || o.device_chunk_bytes % 8 != 0)
-    throw std::invalid_argument(
-        fmt::format("RINGGRAD_DEVICE_CHUNK_BYTES={} must be a positive multiple of 8", o.device_chunk_bytes));
+  check_chunk("RINGGRAD_DEVICE_CHUNK_BYTES", o.device_chunk_bytes);
   return o;
 }
 
@@ -107,11 +114,8 @@ Communicator::Communicator(std::unique_ptr<transport::Transport> transport, Comm
       options_(std::move(options)),
       rank_(transport_->rank()),
       world_size_(transport_->world_size()) {
-  if (options_.chunk_bytes == 0 || options_.chunk_bytes % 8 != 0)
-    throw std::invalid_argument(fmt::format("chunk_bytes {} must be a positive multiple of 8", options_.chunk_bytes));
-  if (options_.device_chunk_bytes == 0 || options_.device_chunk_bytes % 8 != 0)
-    throw std::invalid_argument(
-        fmt::format("device_chunk_bytes {} must be a positive multiple of 8", options_.device_chunk_bytes));
+  check_chunk("chunk_bytes", options_.chunk_bytes);
+  check_chunk("device_chunk_bytes", options_.device_chunk_bytes);
   check_backend(options_.backend, rank_);
   worker_ = std::thread([this] { worker_loop(); });
 }
@@ -214,7 +218,7 @@ void Communicator::execute(Task& task) {
       error = std::current_exception();
       std::lock_guard lock(mutex_);
       broken_ = e.what();
-      if (shm_) shm_->abort();  // peers asleep on shared memory wake and fail now
+      if (shm_) shm_->abort(rank_);  // peers asleep on shared memory wake and fail now
       // Abort: closing every connection makes the peers fail now instead of at their timeout
       // (and lets rank 0's transport leave without waiting for peers blocked on it).
       transport_->abort(e.what());

@@ -41,13 +41,14 @@ struct CommOptions {
   /// Default algorithm for calls that pass Algo::kAuto: RINGGRAD_ALGO=ring|tree|hd|auto. A
   /// collective that lacks the named algorithm falls back to auto.
   Algo algo = Algo::kAuto;
-  /// Transfers travel in pieces of this many bytes (a multiple of 8): RINGGRAD_CHUNK_BYTES.
+  /// Transfers travel in pieces of this many bytes (a multiple of 8, 4 KiB to 1 GiB):
+  /// RINGGRAD_CHUNK_BYTES.
   std::size_t chunk_bytes = 128 << 10;
   /// Constants for Algo::kAuto; see calibrate(). Device calls use the same model.
   CostModel model{};
   /// Who runs collectives on device buffers: RINGGRAD_BACKEND=ringgrad|nccl.
   Backend backend = Backend::kRinggrad;
-  /// Piece size of device transfers (a multiple of 8): RINGGRAD_DEVICE_CHUNK_BYTES. Each
+  /// Piece size of device transfers (a multiple of 8, 4 KiB to 1 GiB): RINGGRAD_DEVICE_CHUNK_BYTES. Each
   /// same-host peer gets an inbox of 4 pieces in device memory.
   std::size_t device_chunk_bytes = 4 << 20;
   /// Host-memory collectives between ranks that all share one host go through shared memory

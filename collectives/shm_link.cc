@@ -105,8 +105,9 @@ void ShmLink::wait_for_ring(std::uint32_t seen, const Outgoing& out, const Incom
     return fmt::format("sending {} of {} bytes to rank {}, receiving {} of {} bytes from rank {}", out.done, out.bytes,
                        out.to, in.done, in.bytes, in.from);
   };
-  if (std::atomic_ref(bell.aborted).load())
-    throw transport::TransportError(fmt::format("rank {}: another rank's collective failed ({})", rank(), what()));
+  if (const std::uint32_t by = std::atomic_ref(bell.aborted).load(); by != 0)
+    throw transport::TransportError(fmt::format("rank {}: rank {}'s collective failed, so this one stops ({})", rank(),
+                                                by - 1, what()));
   for (int peer : {out.done < out.bytes ? out.to : -1, in.done < in.bytes ? in.from : -1}) {
     if (peer >= 0 && !transport_.connected(peer))
       throw transport::TransportError(fmt::format("rank {}: rank {} closed its connection: it exited or died ({})",

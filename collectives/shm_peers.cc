@@ -1,9 +1,6 @@
 #include "collectives/shm_peers.h"
 
-#include <unistd.h>
-
 #include <atomic>
-#include <random>
 
 #include <fmt/format.h>
 
@@ -19,12 +16,6 @@ std::size_t segment_bytes(int p, std::size_t chunk) {
   return headers_bytes(p) + static_cast<std::size_t>(p) * kShmSlots * chunk;
 }
 
-std::string unique_name(int rank) {
-  std::random_device device;
-  const std::uint64_t nonce = (std::uint64_t{device()} << 32) | device();
-  return fmt::format("/ringgrad-{}-{}-{:016x}", ::getpid(), rank, nonce);
-}
-
 }  // namespace
 
 std::unique_ptr<ShmPeers> ShmPeers::connect(transport::Transport& transport, std::size_t chunk_bytes, bool enabled,
@@ -38,7 +29,7 @@ std::unique_ptr<ShmPeers> ShmPeers::connect(transport::Transport& transport, std
   std::string problem = enabled ? "" : fmt::format("rank {}: shared memory turned off (RINGGRAD_SHM=0)", r);
   if (problem.empty()) {
     try {
-      peers->segments_[static_cast<std::size_t>(r)] = transport::SharedMemory::create(unique_name(r), bytes);
+      peers->segments_[static_cast<std::size_t>(r)] = transport::SharedMemory::create(transport::unique_segment_name(std::to_string(r)), bytes);
     } catch (const transport::TransportError& e) {
       problem = fmt::format("rank {}: {}", r, e.what());
     }
@@ -94,9 +85,9 @@ void ShmPeers::ring(int rank) const {
   if (std::atomic_ref(bell.sleepers).load() > 0) transport::futex_wake(&bell.rings);
 }
 
-void ShmPeers::abort() const {
+void ShmPeers::abort(int rank) const {
   for (int q = 0; q < world_size_; ++q) {
-    std::atomic_ref(doorbell(q).aborted).store(1);
+    std::atomic_ref(doorbell(q).aborted).store(static_cast<std::uint32_t>(rank) + 1);
     ring(q);
   }
 }

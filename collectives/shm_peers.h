@@ -25,7 +25,7 @@ constexpr int kShmSlots = 4;
 struct alignas(64) ShmDoorbell {
   std::uint32_t rings;     // bumped by any rank that gave this rank something to do
   std::uint32_t sleepers;  // this rank's threads asleep on `rings`
-  std::uint32_t aborted;   // set by a rank whose collective failed
+  std::uint32_t aborted;   // 1 + the rank whose collective failed, 0 while none did
 };
 
 struct ShmInbox {
@@ -57,8 +57,8 @@ class ShmPeers {
   std::byte* slot(int owner, int sender, std::uint32_t k) const;
   /// Wakes `rank` if it sleeps (call after giving it a piece or a free slot).
   void ring(int rank) const;
-  /// Marks every rank's doorbell aborted and rings it: their waits fail now.
-  void abort() const;
+  /// Marks every rank's doorbell aborted by `rank` (this one) and rings it: their waits fail now.
+  void abort(int rank) const;
 
  private:
   ShmPeers(int world_size, std::size_t chunk_bytes) : world_size_(world_size), chunk_bytes_(chunk_bytes) {}

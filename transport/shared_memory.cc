@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <climits>
 #include <cstring>
+#include <filesystem>
+#include <random>
 #include <utility>
 
 #include <fmt/format.h>
@@ -83,6 +85,20 @@ SharedMemory& SharedMemory::operator=(SharedMemory&& other) noexcept {
 void SharedMemory::unlink() {
   if (owner_) ::shm_unlink(name_.c_str());
   owner_ = false;
+}
+
+std::string unique_segment_name(const std::string& what) {
+  std::random_device device;
+  const std::uint64_t nonce = (std::uint64_t{device()} << 32) | device();
+  return fmt::format("/ringgrad-{}-{}-{:016x}", ::getpid(), what, nonce);
+}
+
+void remove_segments_of(long pid) {
+  const std::string prefix = fmt::format("ringgrad-{}-", pid);
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/dev/shm", ec))
+    if (const std::string name = entry.path().filename().string(); name.starts_with(prefix))
+      ::shm_unlink(("/" + name).c_str());
 }
 
 // FUTEX_WAIT without FUTEX_PRIVATE_FLAG: the kernel keys the wait on the physical page, so a

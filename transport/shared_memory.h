@@ -43,6 +43,12 @@ class SharedMemory {
   bool owner_ = false;  // created here and not yet unlinked
 };
 
+/// A fresh segment name for this process: "/ringgrad-<pid>-<what>-<random hex>".
+std::string unique_segment_name(const std::string& what);
+/// Unlinks the segments process `pid` named with unique_segment_name and left behind (it was
+/// killed between creating and unlinking one). For a launcher, after a rank ended.
+void remove_segments_of(long pid);
+
 /// Sleeps while *word == expected, at most `timeout`; returns early when woken or when the
 /// value already differs. Works across processes when `word` lies in shared memory.
 void futex_wait(std::uint32_t* word, std::uint32_t expected, std::chrono::microseconds timeout);

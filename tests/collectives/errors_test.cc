@@ -9,6 +9,9 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -209,6 +212,29 @@ TEST_CASE("a broadcast of more than 2 GiB arrives whole", "[collectives][large]"
       check(x[i] == static_cast<uint8_t>(i / 4093 * 31 + 1), fmt::format("byte {}", i));
     check(x[n - 1] == (((n - 1) % 4093 == 0) ? x[n - 1] : 0), "last byte");
   }, options));
+}
+
+TEST_CASE("CommOptions::from_env refuses chunk sizes outside 4 KiB to 1 GiB and negative numbers", "[collectives]") {
+  const auto with = [](const char* name, const char* value) {
+    ::setenv(name, value, 1);
+    std::string error;
+    try {
+      collectives::CommOptions::from_env();
+    } catch (const std::invalid_argument& e) {
+      error = e.what();
+    }
+    ::unsetenv(name);
+    return error;
+  };
+  CHECK(with("RINGGRAD_CHUNK_BYTES", "8") == "RINGGRAD_CHUNK_BYTES=8 must be a multiple of 8 from 4096 to 1073741824");
+  CHECK(with("RINGGRAD_CHUNK_BYTES", "1073741832").find("must be a multiple of 8") != std::string::npos);
+  CHECK(with("RINGGRAD_CHUNK_BYTES", "-8") == "RINGGRAD_CHUNK_BYTES='-8' is not a whole number");
+  CHECK(with("RINGGRAD_SHM", "-1") == "RINGGRAD_SHM='-1' is not a whole number");
+  CHECK(with("RINGGRAD_CHUNK_BYTES", "4096").empty());
+  ::setenv("RINGGRAD_SHM", "0", 1);
+  CHECK_FALSE(collectives::CommOptions::from_env().shared_memory);
+  ::unsetenv("RINGGRAD_SHM");
+  CHECK(collectives::CommOptions::from_env().shared_memory);
 }
 
 }  // namespace ringgrad::test

@@ -1,6 +1,7 @@
 // Supervisor: one poll() loop over the children's output pipes and a signalfd (SIGCHLD for
 // exits, SIGINT/SIGTERM/SIGHUP for the user), so there is no thread and no signal-handler race.
 
+#include "transport/shared_memory.h"
 #include "transport/launcher/supervisor.h"
 
 #include <fcntl.h>
@@ -231,8 +232,12 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
       }
     }
   }
-  for (Child& c : children)
+  for (Child& c : children) {
     for (Stream& s : c.streams) drain(s, c.spec.rank);
+    // A rank killed while it set up shared memory (between creating its segment and unlinking
+    // it, collectives/shm_peers.cc) leaves the segment in /dev/shm: remove it.
+    transport::remove_segments_of(c.pid);
+  }
   ::close(signals);
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   return exit_code;
