@@ -14,21 +14,6 @@ namespace ringgrad::collectives {
 
 using transport::cuda_check;
 
-struct DeviceLink::Outgoing {
-  int to;
-  const std::byte* src;
-  std::size_t bytes, done;
-};
-
-struct DeviceLink::Incoming {
-  int from;
-  std::byte* dst;
-  const std::byte* a;  // nullptr: copy; else dst = a op received
-  std::size_t bytes, done;
-  DType dtype;
-  ReduceOp op;
-};
-
 DeviceLink::DeviceLink(DevicePeers& peers, transport::Transport& transport, uint64_t tag)
     : Link(transport.rank(), transport.world_size(), peers.chunk_bytes()),
       peers_(peers),
@@ -148,15 +133,12 @@ void DeviceLink::exchange(Outgoing out, Incoming in) {
 
 void DeviceLink::send_recv(int to, const void* send, std::size_t send_bytes, int from, void* recv,
                            std::size_t recv_bytes) {
-  exchange(Outgoing{to, static_cast<const std::byte*>(send), to < 0 ? 0 : send_bytes, 0},
-           Incoming{from, static_cast<std::byte*>(recv), nullptr, from < 0 ? 0 : recv_bytes, 0, DType::kUInt8, ReduceOp::SUM});
+  exchange(Outgoing::of(to, send, send_bytes), Incoming::copy(from, recv, recv_bytes));
 }
 
 void DeviceLink::send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst,
                                   const void* a, std::size_t count, DType dtype, ReduceOp op) {
-  exchange(Outgoing{to, static_cast<const std::byte*>(send), to < 0 ? 0 : send_bytes, 0},
-           Incoming{from, static_cast<std::byte*>(dst), static_cast<const std::byte*>(a),
-                    from < 0 ? 0 : count * dtype_size(dtype), 0, dtype, op});
+  exchange(Outgoing::of(to, send, send_bytes), Incoming::reduce(from, dst, a, count, dtype, op));
 }
 
 void DeviceLink::isend(int to, const void* data, std::size_t bytes, std::vector<Pending>&) {
@@ -164,12 +146,7 @@ void DeviceLink::isend(int to, const void* data, std::size_t bytes, std::vector<
 }
 
 void DeviceLink::irecv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending) {
-  if (from < 0) return;
-  auto* p = static_cast<std::byte*>(data);
-  for (std::size_t off = 0; off < bytes; off += chunk_bytes()) {
-    const std::size_t n = std::min(chunk_bytes(), bytes - off);
-    pending.emplace_back(std::function<void()>([this, from, p, off, n] { recv(from, p + off, n); }));
-  }
+  defer_recv(from, data, bytes, pending);
 }
 
 void DeviceLink::copy(void* dst, const void* src, std::size_t bytes) {

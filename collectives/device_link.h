@@ -41,8 +41,6 @@ class DeviceLink final : public Link {
   void finish();
 
  private:
-  struct Outgoing;
-  struct Incoming;
   bool advance_send(Outgoing& out);
   bool advance_recv(Incoming& in);
   bool poll_control(int peer, bool needed);

@@ -75,6 +75,36 @@ class Link {
   Link(int rank, int world_size, std::size_t chunk_bytes)
       : rank_(rank), world_size_(world_size), chunk_bytes_(chunk_bytes) {}
 
+  // The two halves of one send_recv, for Links that advance both piece by piece in one polling
+  // loop (ShmLink, DeviceLink). Peer -1 means no transfer (0 bytes).
+  struct Outgoing {
+    int to;
+    const std::byte* src;
+    std::size_t bytes, done;
+    static Outgoing of(int to, const void* data, std::size_t bytes) {
+      return {to, static_cast<const std::byte*>(data), to < 0 ? 0 : bytes, 0};
+    }
+  };
+  struct Incoming {
+    int from;
+    std::byte* dst;
+    const std::byte* a;  // nullptr: copy; else dst = a op received
+    std::size_t bytes, done;
+    DType dtype;
+    ReduceOp op;
+    static Incoming copy(int from, void* dst, std::size_t bytes) {
+      return {from, static_cast<std::byte*>(dst), nullptr, from < 0 ? 0 : bytes, 0, DType::kUInt8, ReduceOp::SUM};
+    }
+    static Incoming reduce(int from, void* dst, const void* a, std::size_t count, DType dtype, ReduceOp op) {
+      return {from, static_cast<std::byte*>(dst), static_cast<const std::byte*>(a), from < 0 ? 0 : count * dtype_size(dtype),
+              0, dtype, op};
+    }
+  };
+
+  /// irecv for Links whose receives run when waited for: one blocking recv per piece, run by
+  /// its Pending's wait (pieces from one peer are waited for in order).
+  void defer_recv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending);
+
  private:
   int rank_;
   int world_size_;

@@ -120,26 +120,18 @@ void ShmLink::wait_for_ring(std::uint32_t seen, const Outgoing& out, const Incom
 }
 
 void ShmLink::send_recv(int to, const void* send, std::size_t send_bytes, int from, void* recv, std::size_t recv_bytes) {
-  exchange(Outgoing{to, static_cast<const std::byte*>(send), to < 0 ? 0 : send_bytes, 0},
-           Incoming{from, static_cast<std::byte*>(recv), nullptr, from < 0 ? 0 : recv_bytes, 0, DType::kUInt8, ReduceOp::SUM});
+  exchange(Outgoing::of(to, send, send_bytes), Incoming::copy(from, recv, recv_bytes));
 }
 
 void ShmLink::send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst, const void* a,
                                std::size_t count, DType dtype, ReduceOp op) {
-  exchange(Outgoing{to, static_cast<const std::byte*>(send), to < 0 ? 0 : send_bytes, 0},
-           Incoming{from, static_cast<std::byte*>(dst), static_cast<const std::byte*>(a),
-                    from < 0 ? 0 : count * dtype_size(dtype), 0, dtype, op});
+  exchange(Outgoing::of(to, send, send_bytes), Incoming::reduce(from, dst, a, count, dtype, op));
 }
 
 void ShmLink::isend(int to, const void* data, std::size_t bytes, std::vector<Pending>&) { send(to, data, bytes); }
 
 void ShmLink::irecv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending) {
-  if (from < 0) return;
-  auto* p = static_cast<std::byte*>(data);
-  for (std::size_t off = 0; off < bytes; off += chunk_bytes()) {
-    const std::size_t n = std::min(chunk_bytes(), bytes - off);
-    pending.emplace_back(std::function<void()>([this, from, p, off, n] { recv(from, p + off, n); }));
-  }
+  defer_recv(from, data, bytes, pending);
 }
 
 }  // namespace ringgrad::collectives

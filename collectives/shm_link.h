@@ -33,19 +33,6 @@ class ShmLink final : public HostMemoryLink {
   void irecv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending) override;
 
  private:
-  struct Outgoing {
-    int to;
-    const std::byte* src;
-    std::size_t bytes, done;
-  };
-  struct Incoming {
-    int from;
-    std::byte* dst;
-    const std::byte* a;  // nullptr: copy; else dst = a op received
-    std::size_t bytes, done;
-    DType dtype;
-    ReduceOp op;
-  };
   bool advance_send(Outgoing& out);
   bool advance_recv(Incoming& in);
   void exchange(Outgoing out, Incoming in);
