@@ -114,7 +114,7 @@ void ShmLink::wait_for_ring(std::uint32_t seen, const Outgoing& out, const Incom
                                                   rank(), peer, what()));
   }
   if (Clock::now() - last > transport_.timeout())
-    throw transport::TransportError(fmt::format("rank {}: no progress over shared memory for {} ms (rank may have hung or "
+    throw transport::TransportError(fmt::format("rank {}: no progress over shared memory for {} ms (a peer may have hung or "
                                                 "be waiting on something else; {})", rank(),
                                                 transport_.timeout().count(), what()));
 }
