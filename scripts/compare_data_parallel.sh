@@ -11,18 +11,23 @@ shared=../shared  # the data and the PyTorch twins of the examples
 gpt="$build/bin/train_gpt --data $shared/data/tinyshakespeare.txt --config baby --max_iters $iters --eval_interval 1000000 --eval_iters 1 --sample_tokens 1"
 torch_gpt="/usr/bin/python3 $shared/reference/torch_gpt.py --no_eval --max_iters $iters"
 torch_mlp="/usr/bin/python3 $shared/reference/torch_mlp.py --epochs 1"
+# tokens/s of all ranks over every step (the mean step) and at the median step (what the PyTorch
+# twin reports), from train_gpt's summary line.
+mean_tps() { grep -o "wall): [0-9]* tokens/s" "$@" | awk '{s += $2} END {print s}'; }
+median_tps() { grep -o "ms: [0-9]* tokens/s" "$@" | awk '{s += $2} END {print s}'; }
 gpt_row() {  # label, command...
   local label=$1; shift
-  local out; out=$("$@" 2>&1)
-  local tps; tps=$(echo "$out" | grep -o "[0-9]* tokens/s" | tail -1 | awk '{print $1}')
-  local wait; wait=$(echo "$out" | grep -o "comm wait [0-9.]*%" | tail -1 | awk '{print $3}')
-  local mem; mem=$(echo "$out" | grep -o "parameters [0-9.]* MiB, gradients [0-9.]* MiB, optimizer [0-9.]* MiB; peak RSS [0-9]* MiB" | tail -1)
-  echo "| $label | $tps | ${wait:-} | ${mem:-} |"
+  local out; out=$(mktemp)
+  "$@" > "$out" 2>&1
+  local wait; wait=$(grep -o "comm wait by rank: .*" "$out" | cut -d' ' -f5-)
+  local mem; mem=$(grep -o "parameters [0-9.]* MiB, gradients [0-9.]* MiB, optimizer [0-9.]* MiB; peak RSS [0-9]* MiB" "$out" | tail -1)
+  echo "| $label | $(mean_tps "$out") | $(median_tps "$out") | ${wait:-} | ${mem:-} |"
+  rm -f "$out"
 }
 
 echo "## GPT baby (n_layer 4, n_embd 128, T 64), 12 sequences per rank, $iters steps, 1 BLAS thread per process"
-echo "| run | tokens/s (all ranks) | comm wait | model state on rank 0 |"
-echo "|---|---|---|---|"
+echo "| run | tokens/s (all ranks) | at the median step | comm wait by rank | model state on rank 0 |"
+echo "|---|---|---|---|---|"
 gpt_row "ringgrad, 1 process" $gpt --batch_size 12
 # The machine's own ceiling for 2 ranks: two 1-process runs at once that never talk.
 pair_row() {  # label, command...
@@ -31,9 +36,8 @@ pair_row() {  # label, command...
   "$@" > "$a" 2>&1 &
   "$@" > "$b" 2>&1
   wait
-  local tps; tps=$(for f in "$a" "$b"; do grep -o "[0-9]* tokens/s" "$f" | tail -1; done | awk '{s += $1} END {print s}')
+  echo "| $label | $(mean_tps "$a" "$b") | $(median_tps "$a" "$b") | | |"
   rm -f "$a" "$b"
-  echo "| $label | $tps | | |"
 }
 pair_row "two independent 1-process runs at once (no communication)" $gpt --batch_size 12
 for s in ddp-naive ddp zero1 zero2 fsdp; do gpt_row "ringgrad $s, 2 ranks" $run $gpt --batch_size 24 --strategy $s; done
@@ -47,8 +51,8 @@ blas_as_installed="env -u OPENBLAS_CORETYPE"
 blas_skylakex="env OPENBLAS_CORETYPE=SkylakeX"
 for blas in "$blas_as_installed" "$blas_skylakex"; do
   note=", ${blas#env }"
-  echo "| PyTorch, 1 process$note | $(torch_rate $blas $torch_gpt) | | |"
-  echo "| PyTorch DDP (gloo), 2 processes$note | $(torch_rate $blas $torch_gpt --world_size 2) | | |"
+  echo "| PyTorch, 1 process$note | | $(torch_rate $blas $torch_gpt) | | |"
+  echo "| PyTorch DDP (gloo), 2 processes$note | | $(torch_rate $blas $torch_gpt --world_size 2) | | |"
 done
 
 echo

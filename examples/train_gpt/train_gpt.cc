@@ -10,12 +10,14 @@
 //   train_gpt --config shakespeare-char --device cuda --dtype bf16   # nanoGPT's GPU recipe
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
+#include <vector>
 
 #include "autograd/ops.h"
 #include "nn/data/char_dataset.h"
@@ -71,6 +73,13 @@ struct Distributed {
   std::int64_t accumulation = 1;  // micro-batches per step; all but the last under no_sync()
   double time_budget = 0;         // seconds of training; 0: max_iters decides
 };
+
+// The middle value (0 for none).
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
 
 // Rows [start, start + n) of a batch.
 nn::data::Batch rows(const nn::data::Batch& b, std::int64_t start, std::int64_t n) {
@@ -175,6 +184,7 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
   const std::int64_t micro = cfg.batch_size / dist.accumulation;  // rows of one micro-step, all ranks
   const auto start = std::chrono::steady_clock::now();
   double train_seconds = 0, comm_wait_seconds = 0;  // in training steps only, not evaluations
+  std::vector<double> step_ms;
   std::int64_t it = state.iter;
   for (;; ++it) {
     // With a time budget the schedule runs on the elapsed fraction of it (wall clock), and
@@ -211,6 +221,7 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
     const double grad_norm = dp->step(cfg.grad_clip);
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     train_seconds += ms / 1e3;
+    step_ms.push_back(ms);
     comm_wait_seconds += dp->stats().wait_seconds - wait0;
 
     if (it % cfg.log_interval == 0) {
@@ -229,12 +240,22 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
   // 0 when nothing was trained (a resume at max_iters only evaluates), not 0/0.
   const double tokens_per_s =
       train_seconds > 0 ? tokens_per_iter * static_cast<double>(it - state.iter) / train_seconds : 0.0;
-  acc.print("trained {} iterations in {:.1f} s of steps ({:.1f} s wall): {:.0f} tokens/s, {:.3g} TFLOP/s "
-            "({:.3g} GFLOP per token: 6 N + 12 L C T, nanoGPT's estimate_mfu)\n",
-            it - state.iter, train_seconds, wall, tokens_per_s, tokens_per_s * flops_per_token(*model, n_params) / 1e12,
-            flops_per_token(*model, n_params) / 1e9);
+  // The median step beside the mean: on a shared machine a few stalled steps move the mean, not
+  // the median (the PyTorch twin and bench/train_bench report the median).
+  const double median_ms = median(step_ms);
+  acc.print("trained {} iterations in {:.1f} s of steps ({:.1f} s wall): {:.0f} tokens/s (median step {:.2f} ms: "
+            "{:.0f} tokens/s), {:.3g} TFLOP/s ({:.3g} GFLOP per token: 6 N + 12 L C T, nanoGPT's estimate_mfu)\n",
+            it - state.iter, train_seconds, wall, tokens_per_s, median_ms, median_ms > 0 ? tokens_per_iter / median_ms * 1e3 : 0.0,
+            tokens_per_s * flops_per_token(*model, n_params) / 1e12, flops_per_token(*model, n_params) / 1e9);
   write_log({{"trained_iters", it - state.iter}, {"tokens_per_s", tokens_per_s},
-             {"tflops", tokens_per_s * flops_per_token(*model, n_params) / 1e12}});
+             {"tflops", tokens_per_s * flops_per_token(*model, n_params) / 1e12}, {"median_step_ms", median_ms}});
+  // Every step ends when the slowest rank ends: the ranks' waits differ by how often each was
+  // the one waited for.
+  std::vector<std::string> waits;
+  for (double w : acc.gather(train_seconds > 0 ? comm_wait_seconds / train_seconds : 0.0)) {
+    waits.push_back(fmt::format("{:.1f}%", 100 * w));
+  }
+  if (acc.world_size() > 1) acc.print("comm wait by rank: {}\n", fmt::join(waits, ", "));
   const auto use = dp->memory_use();  // measured before evaluation, with this step's gradients held
   constexpr double kMiB = 1 << 20;
   acc.print("model state on rank 0: parameters {:.2f} MiB, gradients {:.2f} MiB, optimizer {:.2f} MiB; peak {} {:.0f} MiB\n",

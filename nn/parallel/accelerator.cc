@@ -68,6 +68,13 @@ double Accelerator::broadcast_from_main(double value) {
   return t.item<double>();
 }
 
+std::vector<double> Accelerator::gather(double value) {
+  const Tensor mine = Tensor::full({1}, value, DType::Float64);
+  Tensor all = Tensor::zeros({world_size()}, DType::Float64);
+  comm_->all_gather(as_buffer(mine), as_buffer(all));
+  return all.to_vector<double>();
+}
+
 double peak_rss_mib() {
   rusage usage{};
   getrusage(RUSAGE_SELF, &usage);

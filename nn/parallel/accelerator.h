@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "collectives/communicator.h"
 #include "nn/data/distributed_sampler.h"
@@ -56,6 +57,8 @@ class Accelerator {
   double mean(double value);
   /// Collective: rank 0's `value` on every rank, so that all ranks decide alike (stop now?).
   double broadcast_from_main(double value);
+  /// Collective: every rank's `value`, indexed by rank, on every rank (e.g. each rank's wait).
+  std::vector<double> gather(double value);
 
   /// Collective: gathers the full training state to rank 0, which writes it to `path`
   /// (.safetensors) with `metadata`. Throws std::runtime_error when the file cannot be written.
