@@ -88,6 +88,8 @@ CommOptions CommOptions::from_env() {
     }
   }
   o.shared_memory = env_size("RINGGRAD_SHM", 1) != 0;
+  if (std::getenv("RINGGRAD_SHM_POLL_US") != nullptr)
+    o.shm_poll = std::chrono::microseconds(env_size("RINGGRAD_SHM_POLL_US", 0));
   o.device_chunk_bytes = env_size("RINGGRAD_DEVICE_CHUNK_BYTES", o.device_chunk_bytes);
   check_chunk("RINGGRAD_DEVICE_CHUNK_BYTES", o.device_chunk_bytes);
   return o;
@@ -232,7 +234,7 @@ void Communicator::execute(Task& task) {
 }
 
 std::unique_ptr<Link> Communicator::host_link(uint64_t tag, bool collective) {
-  if (shm_ && collective) return std::make_unique<ShmLink>(*shm_, *transport_, tag);
+  if (shm_ && collective) return std::make_unique<ShmLink>(*shm_, *transport_, tag, shm_poll_);
   return std::make_unique<HostLink>(*transport_, tag, options_.chunk_bytes, scratch_);
 }
 
@@ -242,6 +244,7 @@ void Communicator::choose_host_path() {
   std::string why;
   shm_ = ShmPeers::connect(*transport_, options_.chunk_bytes, options_.shared_memory, why);
   shm_decided_ = true;
+  shm_poll_ = options_.shm_poll.value_or(shm_poll_default(world_size_));
   std::lock_guard lock(mutex_);
   host_path_ = shm_ ? "shared memory" : fmt::format("TCP ({})", why);
 }

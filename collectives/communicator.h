@@ -5,6 +5,7 @@
 // Buffers may be host memory (TCP) or CUDA device memory (CUDA IPC, host staging, or NCCL).
 #pragma once
 
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <cstdint>
@@ -12,6 +13,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -55,6 +57,9 @@ struct CommOptions {
   /// (shm_peers.h) instead of loopback TCP: RINGGRAD_SHM=0 keeps TCP. Point-to-point send/recv
   /// always use TCP.
   bool shared_memory = true;
+  /// How long a rank that waits on a peer over shared memory polls before it sleeps:
+  /// RINGGRAD_SHM_POLL_US (microseconds). Unset: shm_poll_default(), from the ranks and CPUs.
+  std::optional<std::chrono::microseconds> shm_poll;
 
   /// Defaults overridden by the environment variables above; throws std::invalid_argument.
   static CommOptions from_env();
@@ -165,6 +170,7 @@ class Communicator {
   // Made by the first host collective when every rank is on this host; thread running a task.
   std::unique_ptr<ShmPeers> shm_;
   bool shm_decided_ = false;
+  std::chrono::microseconds shm_poll_{0};  // how ShmLinks wait; set with shm_
   std::string host_path_;  // how host collectives travel, once decided
 
   mutable std::mutex mutex_;

@@ -2,8 +2,8 @@
 // the receiver's inbox (shm_peers.h) and is announced by bumping the inbox's `written` count;
 // the receiver copies or reduces it out of the slot and bumps `consumed`, which frees the slot.
 // Each count has one writer, so no locks: release/acquire on the counts orders the data. A
-// rank with nothing to do spins for a few microseconds, then sleeps on its doorbell (a futex)
-// until a peer rings it, checking every few milliseconds that its peers are alive.
+// rank with nothing to do polls for a while (shm_poll_default), then sleeps on its doorbell (a
+// futex) until a peer rings it, checking every few milliseconds that its peers are alive.
 #pragma once
 
 #include <chrono>
@@ -20,8 +20,9 @@ namespace ringgrad::collectives {
 class ShmLink final : public HostMemoryLink {
  public:
   /// A link for one collective with tag `tag` (its sequence number): every piece carries it and
-  /// a piece of another operation is an error. `transport` tells whether peers are alive.
-  ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t tag);
+  /// a piece of another operation is an error. `transport` tells whether peers are alive. A
+  /// wait polls for up to `poll` after the last progress before it sleeps.
+  ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t tag, std::chrono::microseconds poll);
 
   void send_recv(int to, const void* send, std::size_t send_bytes, int from, void* recv,
                  std::size_t recv_bytes) override;
@@ -42,6 +43,11 @@ class ShmLink final : public HostMemoryLink {
   ShmPeers& peers_;
   transport::Transport& transport_;
   uint64_t tag_;
+  std::chrono::microseconds poll_;
 };
+
+/// How long a waiting rank polls before it sleeps, for `local_ranks` ranks on this host: 5 ms
+/// while each can have a CPU of its own, 20 us when they outnumber the CPUs.
+std::chrono::microseconds shm_poll_default(int local_ranks);
 
 }  // namespace ringgrad::collectives

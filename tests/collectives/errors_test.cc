@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "collectives/communicator.h"
+#include "collectives/shm_link.h"
 #include "tests/support/multiprocess.h"
 
 namespace ringgrad::test {
@@ -214,7 +215,7 @@ TEST_CASE("a broadcast of more than 2 GiB arrives whole", "[collectives][large]"
   }, options));
 }
 
-TEST_CASE("CommOptions::from_env refuses chunk sizes outside 4 KiB to 1 GiB and negative numbers", "[collectives]") {
+TEST_CASE("CommOptions::from_env refuses chunk sizes outside 4 KiB to 1 GiB and negative numbers, reads the poll time", "[collectives]") {
   const auto with = [](const char* name, const char* value) {
     ::setenv(name, value, 1);
     std::string error;
@@ -235,6 +236,18 @@ TEST_CASE("CommOptions::from_env refuses chunk sizes outside 4 KiB to 1 GiB and 
   CHECK_FALSE(collectives::CommOptions::from_env().shared_memory);
   ::unsetenv("RINGGRAD_SHM");
   CHECK(collectives::CommOptions::from_env().shared_memory);
+  CHECK(with("RINGGRAD_SHM_POLL_US", "-5") == "RINGGRAD_SHM_POLL_US='-5' is not a whole number");
+  CHECK_FALSE(collectives::CommOptions::from_env().shm_poll.has_value());  // unset: decided by the host
+  ::setenv("RINGGRAD_SHM_POLL_US", "250", 1);
+  CHECK(collectives::CommOptions::from_env().shm_poll == std::chrono::microseconds(250));
+  ::unsetenv("RINGGRAD_SHM_POLL_US");
+}
+
+TEST_CASE("a rank polls for 5 ms while every rank has a CPU, 20 us when ranks outnumber CPUs", "[collectives]") {
+  const int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  CHECK(collectives::shm_poll_default(1) == std::chrono::microseconds(5000));
+  CHECK(collectives::shm_poll_default(cpus) == std::chrono::microseconds(5000));
+  CHECK(collectives::shm_poll_default(cpus + 1) == std::chrono::microseconds(20));
 }
 
 }  // namespace ringgrad::test
