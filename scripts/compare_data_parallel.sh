@@ -19,7 +19,8 @@ gpt_row() {  # label, command...
   local label=$1; shift
   local out; out=$(mktemp)
   "$@" > "$out" 2>&1
-  local wait; wait=$(grep -o "comm wait by rank: .*" "$out" | cut -d' ' -f5-)
+  # Absent on one process (no waits), hence the "|| true".
+  local wait; wait=$(grep -o "comm wait by rank: .*" "$out" | cut -d' ' -f5- || true)
   local mem; mem=$(grep -o "parameters [0-9.]* MiB, gradients [0-9.]* MiB, optimizer [0-9.]* MiB; peak RSS [0-9]* MiB" "$out" | tail -1)
   echo "| $label | $(mean_tps "$out") | $(median_tps "$out") | ${wait:-} | ${mem:-} |"
   rm -f "$out"
