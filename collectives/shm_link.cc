@@ -31,7 +31,7 @@ std::chrono::microseconds shm_poll_default(int local_ranks) {
   // so 20 us covers the waits within a collective. A peer that is still computing (the slower
   // rank of a training step) takes milliseconds. Sleeping through those costs a wake-up, and
   // on a virtual machine whose idle CPUs halt at once, getting the CPU back is slow: on the
-  // 2-core VM of docs/collectives.md, polling cut DDP's waiting from 5-12% of a step to 2-5%.
+  // 2-core VM of docs/collectives.md, polling cut DDP's waiting from 4-18% of a step to 2-7%.
   // Polling is free only while no one else needs the CPU: with more ranks than CPUs it would
   // take the CPU from the rank being waited for.
   const bool cpu_each = local_ranks <= static_cast<int>(std::thread::hardware_concurrency());
