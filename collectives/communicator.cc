@@ -3,6 +3,7 @@
 // validation, and the dispatch from (collective, algorithm) to the algorithm files.
 #include "collectives/communicator.h"
 
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -46,10 +47,12 @@ bool is_collective(CollKind kind) { return kind != CollKind::kSend && kind != Co
 std::size_t env_size(const char* name, std::size_t fallback) {
   const char* v = std::getenv(name);
   if (v == nullptr || *v == '\0') return fallback;
-  if (std::strchr(v, '-') != nullptr) throw std::invalid_argument(fmt::format("{}='{}' is not a whole number", name, v));
-  char* end = nullptr;
-  const unsigned long long x = std::strtoull(v, &end, 10);
-  if (*end != '\0') throw std::invalid_argument(fmt::format("{}='{}' is not a whole number", name, v));
+  // Digits only: strtoull alone would take "-8" (as 2^64 - 8) and a leading space or '+'.
+  if (std::strspn(v, "0123456789") != std::strlen(v))
+    throw std::invalid_argument(fmt::format("{}='{}' is not a whole number", name, v));
+  errno = 0;
+  const unsigned long long x = std::strtoull(v, nullptr, 10);
+  if (errno == ERANGE) throw std::invalid_argument(fmt::format("{}={} is too large", name, v));
   return static_cast<std::size_t>(x);
 }
 
@@ -88,8 +91,11 @@ CommOptions CommOptions::from_env() {
     }
   }
   o.shared_memory = env_size("RINGGRAD_SHM", 1) != 0;
-  if (std::getenv("RINGGRAD_SHM_POLL_US") != nullptr)
-    o.shm_poll = std::chrono::microseconds(env_size("RINGGRAD_SHM_POLL_US", 0));
+  if (const char* v = std::getenv("RINGGRAD_SHM_POLL_US"); v != nullptr && *v != '\0') {
+    const std::size_t us = env_size("RINGGRAD_SHM_POLL_US", 0);
+    if (us > 1'000'000) throw std::invalid_argument(fmt::format("RINGGRAD_SHM_POLL_US={} must be from 0 to 1000000 (1 s)", us));
+    o.shm_poll = std::chrono::microseconds(us);
+  }
   o.device_chunk_bytes = env_size("RINGGRAD_DEVICE_CHUNK_BYTES", o.device_chunk_bytes);
   check_chunk("RINGGRAD_DEVICE_CHUNK_BYTES", o.device_chunk_bytes);
   return o;

@@ -58,7 +58,8 @@ struct CommOptions {
   /// always use TCP.
   bool shared_memory = true;
   /// How long a rank that waits on a peer over shared memory polls before it sleeps:
-  /// RINGGRAD_SHM_POLL_US (microseconds). Unset: shm_poll_default(), from the ranks and CPUs.
+  /// RINGGRAD_SHM_POLL_US (microseconds, 0 to 1000000). Unset: shm_poll_default(), from the
+  /// ranks and CPUs.
   std::optional<std::chrono::microseconds> shm_poll;
 
   /// Defaults overridden by the environment variables above; throws std::invalid_argument.

@@ -1,9 +1,11 @@
 #include "collectives/shm_link.h"
 
+#include <sched.h>
+
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <thread>
+#include <string>
 
 #include <fmt/format.h>
 
@@ -34,7 +36,11 @@ std::chrono::microseconds shm_poll_default(int local_ranks) {
   // 2-core VM of docs/collectives.md, polling cut DDP's waiting from 4-18% of a step to 2-7%.
   // Polling is free only while no one else needs the CPU: with more ranks than CPUs it would
   // take the CPU from the rank being waited for.
-  const bool cpu_each = local_ranks <= static_cast<int>(std::thread::hardware_concurrency());
+  // The CPUs this process may run on (taskset, cpusets), not all of the host's. Other jobs'
+  // load is invisible here: RINGGRAD_SHM_POLL_US=20 for jobs that share the CPUs.
+  cpu_set_t allowed;
+  const int cpus = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 1;
+  const bool cpu_each = local_ranks <= cpus;
   return cpu_each ? std::chrono::microseconds(5000) : std::chrono::microseconds(20);
 }
 
@@ -102,20 +108,28 @@ void ShmLink::exchange(Outgoing out, Incoming in) {
 void ShmLink::wait_for_ring(std::uint32_t seen, const Outgoing& out, const Incoming& in, Clock::time_point last) {
   ShmDoorbell& bell = peers_.doorbell(rank());
   std::atomic_ref rings(bell.rings);
-  // Poll until `poll_` after the last progress (at least one look), then sleep.
-  for (const auto poll_end = std::max(last + poll_, Clock::now()); Clock::now() <= poll_end;) {
-    if (rings.load(std::memory_order_acquire) != seen) return;
-    cpu_relax();
+  const auto now = Clock::now();
+  if (now < last + poll_) {
+    // Poll until `poll_` after the last progress, but one nap at most: the checks below run
+    // every kNap however long the poll.
+    for (const auto end = std::min(last + poll_, now + kNap); Clock::now() < end;) {
+      if (rings.load(std::memory_order_acquire) != seen) return;
+      cpu_relax();
+    }
+  } else {
+    std::atomic_ref sleepers(bell.sleepers);
+    sleepers.fetch_add(1);
+    if (rings.load() == seen) transport::futex_wait(&bell.rings, seen, kNap);
+    sleepers.fetch_sub(1);
   }
-  std::atomic_ref sleepers(bell.sleepers);
-  sleepers.fetch_add(1);
-  if (rings.load() == seen) transport::futex_wait(&bell.rings, seen, kNap);
-  sleepers.fetch_sub(1);
   if (rings.load() != seen) return;
   // Nothing came: is anyone we wait for gone?
   const auto what = [&] {
-    return fmt::format("sending {} of {} bytes to rank {}, receiving {} of {} bytes from rank {}", out.done, out.bytes,
-                       out.to, in.done, in.bytes, in.from);
+    std::string s;
+    if (out.done < out.bytes) s = fmt::format("sending {} of {} bytes to rank {}", out.done, out.bytes, out.to);
+    if (in.done < in.bytes)
+      s += fmt::format("{}receiving {} of {} bytes from rank {}", s.empty() ? "" : ", ", in.done, in.bytes, in.from);
+    return s;
   };
   if (const std::uint32_t by = std::atomic_ref(bell.aborted).load(); by != 0)
     throw transport::TransportError(fmt::format("rank {}: rank {}'s collective failed, so this one stops ({})", rank(),

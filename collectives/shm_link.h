@@ -47,7 +47,8 @@ class ShmLink final : public HostMemoryLink {
 };
 
 /// How long a waiting rank polls before it sleeps, for `local_ranks` ranks on this host: 5 ms
-/// while each can have a CPU of its own, 20 us when they outnumber the CPUs.
+/// while each can have a CPU of its own (of those this process may run on), 20 us when they
+/// outnumber those CPUs.
 std::chrono::microseconds shm_poll_default(int local_ranks);
 
 }  // namespace ringgrad::collectives

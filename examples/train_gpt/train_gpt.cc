@@ -74,9 +74,8 @@ struct Distributed {
   double time_budget = 0;         // seconds of training; 0: max_iters decides
 };
 
-// The middle value (0 for none).
+// The middle value (the upper of the two middle ones for an even count, as bench/train_bench).
 double median(std::vector<double> v) {
-  if (v.empty()) return 0;
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
   return v[v.size() / 2];
 }
@@ -236,26 +235,27 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
     }
   }
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  // The loss's item() each step waits for the GPU, so the step times are the GPU's times.
-  // 0 when nothing was trained (a resume at max_iters only evaluates), not 0/0.
-  const double tokens_per_s =
-      train_seconds > 0 ? tokens_per_iter * static_cast<double>(it - state.iter) / train_seconds : 0.0;
-  // The median step beside the mean: on a shared machine a few stalled steps move the mean, not
-  // the median (the PyTorch twin and bench/train_bench report the median).
-  const double median_ms = median(step_ms);
-  acc.print("trained {} iterations in {:.1f} s of steps ({:.1f} s wall): {:.0f} tokens/s (median step {:.2f} ms: "
-            "{:.0f} tokens/s), {:.3g} TFLOP/s ({:.3g} GFLOP per token: 6 N + 12 L C T, nanoGPT's estimate_mfu)\n",
-            it - state.iter, train_seconds, wall, tokens_per_s, median_ms, median_ms > 0 ? tokens_per_iter / median_ms * 1e3 : 0.0,
-            tokens_per_s * flops_per_token(*model, n_params) / 1e12, flops_per_token(*model, n_params) / 1e9);
-  write_log({{"trained_iters", it - state.iter}, {"tokens_per_s", tokens_per_s},
-             {"tflops", tokens_per_s * flops_per_token(*model, n_params) / 1e12}, {"median_step_ms", median_ms}});
-  // Every step ends when the slowest rank ends: the ranks' waits differ by how often each was
-  // the one waited for.
-  std::vector<std::string> waits;
-  for (double w : acc.gather(train_seconds > 0 ? comm_wait_seconds / train_seconds : 0.0)) {
-    waits.push_back(fmt::format("{:.1f}%", 100 * w));
+  if (step_ms.empty()) {
+    acc.print("trained 0 iterations\n");  // a resume at max_iters only evaluates
+  } else {
+    // The loss's item() each step waits for the GPU, so the step times are the GPU's times.
+    const double tokens_per_s = tokens_per_iter * static_cast<double>(step_ms.size()) / train_seconds;
+    // The median step beside the mean: on a shared machine a few stalled steps move the mean,
+    // not the median (the PyTorch twin and bench/train_bench report the median).
+    const double median_ms = median(step_ms);
+    const double tflops = tokens_per_s * flops_per_token(*model, n_params) / 1e12;
+    acc.print("trained {} iterations in {:.1f} s of steps ({:.1f} s wall): {:.0f} tokens/s (median step {:.2f} ms: "
+              "{:.0f} tokens/s), {:.3g} TFLOP/s ({:.3g} GFLOP per token: 6 N + 12 L C T, nanoGPT's estimate_mfu)\n",
+              step_ms.size(), train_seconds, wall, tokens_per_s, median_ms, tokens_per_iter / median_ms * 1e3, tflops,
+              flops_per_token(*model, n_params) / 1e9);
+    write_log({{"trained_iters", step_ms.size()}, {"tokens_per_s", tokens_per_s}, {"tflops", tflops},
+               {"median_step_ms", median_ms}});
+    // Every step ends when the slowest rank ends: the ranks' waits differ by how often each was
+    // the one waited for.
+    std::vector<std::string> waits;
+    for (double w : acc.gather(comm_wait_seconds / train_seconds)) waits.push_back(fmt::format("{:.1f}%", 100 * w));
+    if (acc.world_size() > 1) acc.print("comm wait by rank: {}\n", fmt::join(waits, ", "));
   }
-  if (acc.world_size() > 1) acc.print("comm wait by rank: {}\n", fmt::join(waits, ", "));
   const auto use = dp->memory_use();  // measured before evaluation, with this step's gradients held
   constexpr double kMiB = 1 << 20;
   acc.print("model state on rank 0: parameters {:.2f} MiB, gradients {:.2f} MiB, optimizer {:.2f} MiB; peak {} {:.0f} MiB\n",

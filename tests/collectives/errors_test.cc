@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -237,14 +238,20 @@ TEST_CASE("CommOptions::from_env refuses chunk sizes outside 4 KiB to 1 GiB and 
   ::unsetenv("RINGGRAD_SHM");
   CHECK(collectives::CommOptions::from_env().shared_memory);
   CHECK(with("RINGGRAD_SHM_POLL_US", "-5") == "RINGGRAD_SHM_POLL_US='-5' is not a whole number");
-  CHECK_FALSE(collectives::CommOptions::from_env().shm_poll.has_value());  // unset: decided by the host
+  CHECK(with("RINGGRAD_SHM_POLL_US", " 5") == "RINGGRAD_SHM_POLL_US=' 5' is not a whole number");
+  CHECK(with("RINGGRAD_SHM_POLL_US", "1000001") == "RINGGRAD_SHM_POLL_US=1000001 must be from 0 to 1000000 (1 s)");
+  CHECK(with("RINGGRAD_SHM_POLL_US", "99999999999999999999") == "RINGGRAD_SHM_POLL_US=99999999999999999999 is too large");
+  CHECK(with("RINGGRAD_SHM_POLL_US", "").empty());
+  CHECK_FALSE(collectives::CommOptions::from_env().shm_poll.has_value());  // unset or empty: decided by the host
   ::setenv("RINGGRAD_SHM_POLL_US", "250", 1);
   CHECK(collectives::CommOptions::from_env().shm_poll == std::chrono::microseconds(250));
   ::unsetenv("RINGGRAD_SHM_POLL_US");
 }
 
 TEST_CASE("a rank polls for 5 ms while every rank has a CPU, 20 us when ranks outnumber CPUs", "[collectives]") {
-  const int cpus = static_cast<int>(std::thread::hardware_concurrency());
+  cpu_set_t allowed;  // the CPUs this process may run on
+  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  const int cpus = CPU_COUNT(&allowed);
   CHECK(collectives::shm_poll_default(1) == std::chrono::microseconds(5000));
   CHECK(collectives::shm_poll_default(cpus) == std::chrono::microseconds(5000));
   CHECK(collectives::shm_poll_default(cpus + 1) == std::chrono::microseconds(20));
