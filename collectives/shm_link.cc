@@ -36,8 +36,9 @@ std::chrono::microseconds shm_poll_default(int local_ranks) {
   // 2-core VM of docs/collectives.md, polling cut DDP's waiting from 4-18% of a step to 2-7%.
   // Polling is free only while no one else needs the CPU: with more ranks than CPUs it would
   // take the CPU from the rank being waited for.
-  // The CPUs this process may run on (taskset, cpusets), not all of the host's. Other jobs'
-  // load is invisible here: RINGGRAD_SHM_POLL_US=20 for jobs that share the CPUs.
+  //
+  // The CPUs counted are those this process may run on (taskset, cpusets), not all of the
+  // host's. Other jobs' load is invisible here: RINGGRAD_SHM_POLL_US=20 for jobs that share them.
   cpu_set_t allowed;
   const int cpus = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 1;
   const bool cpu_each = local_ranks <= cpus;
