@@ -8,9 +8,10 @@
 
 namespace ringgrad {
 
-/// A buffer of `nbytes` bytes on `device` (64-byte aligned on the CPU; from the caching
-/// allocator on a GPU), zero-initialised unless `zeroed` is false (for outputs a kernel
-/// overwrites entirely: clearing them first costs a pass over memory). Shared through
+/// A buffer of `nbytes` bytes on `device`: 64-byte aligned on the CPU, from a heap that keeps
+/// freed memory for the next allocation (storage.cc); from the caching allocator on a GPU.
+/// Zero-initialised unless `zeroed` is false (for outputs a kernel overwrites entirely:
+/// clearing them first costs a pass over memory). Shared through
 /// std::shared_ptr: it lives as long as the last tensor that views it. Throws
 /// std::runtime_error for a GPU when ringgrad has no CUDA or the GPU is out of memory.
 class Storage {
