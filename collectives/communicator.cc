@@ -250,7 +250,7 @@ void Communicator::choose_host_path() {
   std::string why;
   shm_ = ShmPeers::connect(*transport_, options_.chunk_bytes, options_.shared_memory, why);
   shm_decided_ = true;
-  shm_poll_ = options_.shm_poll.value_or(shm_poll_default(world_size_));
+  if (shm_) shm_poll_ = options_.shm_poll.value_or(shm_poll_default(world_size_, shm_->cpus()));
   std::lock_guard lock(mutex_);
   host_path_ = shm_ ? "shared memory" : fmt::format("TCP ({})", why);
 }

@@ -1,7 +1,5 @@
 #include "collectives/shm_link.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cstring>
@@ -28,7 +26,7 @@ void cpu_relax() {
 
 }  // namespace
 
-std::chrono::microseconds shm_poll_default(int local_ranks) {
+std::chrono::microseconds shm_poll_default(int local_ranks, int cpus) {
   // A peer inside the same collective answers within one piece's copy (10-20 us for 128 KiB),
   // so 20 us covers the waits within a collective. A peer that is still computing (the slower
   // rank of a training step) takes milliseconds. Sleeping through those costs a wake-up, and
@@ -37,12 +35,9 @@ std::chrono::microseconds shm_poll_default(int local_ranks) {
   // Polling is free only while no one else needs the CPU: with more ranks than CPUs it would
   // take the CPU from the rank being waited for.
   //
-  // The CPUs counted are those this process may run on (taskset, cpusets), not all of the
+  // The CPUs counted are those the ranks may run on (taskset, cpusets, binding), not all of the
   // host's. Other jobs' load is invisible here: RINGGRAD_SHM_POLL_US=20 for jobs that share them.
-  cpu_set_t allowed;
-  const int cpus = sched_getaffinity(0, sizeof allowed, &allowed) == 0 ? CPU_COUNT(&allowed) : 1;
-  const bool cpu_each = local_ranks <= cpus;
-  return cpu_each ? std::chrono::microseconds(5000) : std::chrono::microseconds(20);
+  return local_ranks <= cpus ? std::chrono::microseconds(5000) : kShmPollBrief;
 }
 
 ShmLink::ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t tag, std::chrono::microseconds poll)

@@ -46,9 +46,12 @@ class ShmLink final : public HostMemoryLink {
   std::chrono::microseconds poll_;
 };
 
-/// How long a waiting rank polls before it sleeps, for `local_ranks` ranks on this host: 5 ms
-/// while each can have a CPU of its own (of those this process may run on), 20 us when they
-/// outnumber those CPUs.
-std::chrono::microseconds shm_poll_default(int local_ranks);
+/// The shortest poll: enough for a peer inside the same collective to hand over its next piece.
+constexpr std::chrono::microseconds kShmPollBrief{20};
+
+/// How long a waiting rank polls before it sleeps, for `local_ranks` ranks on this host that
+/// may run on `cpus` CPUs together (ShmPeers::cpus): 5 ms while each can have a CPU of its own,
+/// kShmPollBrief when they outnumber the CPUs.
+std::chrono::microseconds shm_poll_default(int local_ranks, int cpus);
 
 }  // namespace ringgrad::collectives

@@ -50,6 +50,9 @@ class ShmPeers {
                                            std::string& why);
 
   std::size_t chunk_bytes() const { return chunk_bytes_; }
+  /// CPUs the ranks may run on together: the union of their affinity masks (taskset, cpusets,
+  /// a launcher's binding), so that ranks bound to a CPU each still count as having one.
+  int cpus() const { return cpus_; }
   ShmDoorbell& doorbell(int rank) const;
   /// The inbox in `owner`'s segment that `sender` writes into.
   ShmInbox& inbox(int owner, int sender) const;
@@ -64,6 +67,7 @@ class ShmPeers {
   ShmPeers(int world_size, std::size_t chunk_bytes) : world_size_(world_size), chunk_bytes_(chunk_bytes) {}
   int world_size_;
   std::size_t chunk_bytes_;
+  int cpus_ = 1;
   std::vector<transport::SharedMemory> segments_;  // by rank, this rank's own included
 };
 

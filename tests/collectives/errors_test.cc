@@ -18,6 +18,8 @@
 
 #include "collectives/communicator.h"
 #include "collectives/shm_link.h"
+#include "collectives/shm_peers.h"
+#include "transport/transport.h"
 #include "tests/support/multiprocess.h"
 
 namespace ringgrad::test {
@@ -249,12 +251,33 @@ TEST_CASE("CommOptions::from_env refuses chunk sizes outside 4 KiB to 1 GiB and 
 }
 
 TEST_CASE("a rank polls for 5 ms while every rank has a CPU, 20 us when ranks outnumber CPUs", "[collectives]") {
-  cpu_set_t allowed;  // the CPUs this process may run on
+  CHECK(collectives::shm_poll_default(1, 1) == std::chrono::microseconds(5000));
+  CHECK(collectives::shm_poll_default(2, 2) == std::chrono::microseconds(5000));
+  CHECK(collectives::shm_poll_default(3, 2) == std::chrono::microseconds(20));
+}
+
+TEST_CASE("the CPUs ranks share are the union of their affinity masks", "[collectives]") {
+  cpu_set_t allowed;  // the CPUs this test may run on
   REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
-  const int cpus = CPU_COUNT(&allowed);
-  CHECK(collectives::shm_poll_default(1) == std::chrono::microseconds(5000));
-  CHECK(collectives::shm_poll_default(cpus) == std::chrono::microseconds(5000));
-  CHECK(collectives::shm_poll_default(cpus + 1) == std::chrono::microseconds(20));
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  if (cpus.size() < 2) return;  // needs two CPUs to bind two ranks apart
+  // Each rank bound to a CPU of its own (as ringgrad-run binds 2 ranks on 2 CPUs, or mpirun
+  // --bind-to core): 2 CPUs together. Both bound to the same CPU: 1.
+  for (const bool apart : {true, false}) {
+    require_all_ok(run_ranks(2, [&](const transport::Config& config) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(cpus[apart ? static_cast<std::size_t>(config.rank) : 0], &one);
+      check(sched_setaffinity(0, sizeof one, &one) == 0, "sched_setaffinity");
+      transport::Transport transport(config);
+      std::string why;
+      auto peers = collectives::ShmPeers::connect(transport, 1 << 16, true, why);
+      check(peers != nullptr, fmt::format("rank {}: no shared memory: {}", config.rank, why));
+      check(peers->cpus() == (apart ? 2 : 1), fmt::format("rank {}: {} CPUs together", config.rank, peers->cpus()));
+    }));
+  }
 }
 
 }  // namespace ringgrad::test
