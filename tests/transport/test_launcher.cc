@@ -1,8 +1,10 @@
 // ringgrad-run: the environment it gives each rank, the [rank N] prefix on every line, stopping
-// all ranks when one fails or on Ctrl-C, and a real ringgrad job started with it.
+// all ranks when one fails or on Ctrl-C, binding ranks to CPUs, and a real ringgrad job started
+// with it.
 
 #include <catch2/catch.hpp>
 
+#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -12,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -153,4 +156,32 @@ TEST_CASE("ranks do not outlive a ringgrad-run killed with SIGKILL") {
   CHECK(std::count(o.out.begin(), o.out.end(), '\n') == 2);
   CHECK_FALSE(contains(o.out, "state S"));
   CHECK_FALSE(contains(o.out, "state R"));
+}
+
+TEST_CASE("ringgrad-run binds each rank to its own share of the CPUs when there are enough") {
+  cpu_set_t allowed;  // the CPUs this test may run on; the launcher gets two of them
+  REQUIRE(::sched_getaffinity(0, sizeof allowed, &allowed) == 0);
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE && cpus.size() < 2; ++cpu)
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  if (cpus.size() < 2) return;  // one CPU: nothing to bind apart
+  const std::string taskset = fmt::format("taskset -c {},{} ", cpus[0], cpus[1]);
+  const std::string show = " sh -c 'grep Cpus_allowed_list /proc/self/status'";
+  const Outcome both = sh(taskset + "grep Cpus_allowed_list /proc/self/status");  // as the kernel writes the pair
+  REQUIRE(both.exit_code == 0);
+  Outcome o = sh(taskset + run + " --nproc-per-node 2" + show);
+  INFO(o.out << o.err);
+  CHECK(contains(o.out, fmt::format("[rank 0] Cpus_allowed_list:\t{}\n", cpus[0])));
+  CHECK(contains(o.out, fmt::format("[rank 1] Cpus_allowed_list:\t{}\n", cpus[1])));
+  o = sh(taskset + run + " --nproc-per-node 1" + show);  // one rank: its share is every CPU
+  CHECK(contains(o.out, "[rank 0] " + both.out));
+  // Not bound: when asked, and when the ranks outnumber the CPUs.
+  for (const std::string flags : {" --nproc-per-node 2 --cpu-bind none", " --nproc-per-node 3"}) {
+    o = sh(taskset + run + flags + show);
+    INFO(o.out << o.err);
+    CHECK(contains(o.out, "[rank 0] " + both.out));
+    CHECK(contains(o.out, "[rank 1] " + both.out));
+  }
+  CHECK(sh(run + " --cpu-bind socket true").exit_code != 0);
+  CHECK(sh(run + " --cpu-bind cores true").exit_code == 0);
 }

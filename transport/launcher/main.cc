@@ -2,8 +2,10 @@
 // (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, RINGGRAD_JOB_ID).
 //   ringgrad-run --nproc-per-node 4 build/bin/train_mlp --epochs 1
 //   ringgrad-run --nnodes 2 --node-rank 0 --nproc-per-node 8 --master-addr 10.0.0.1 --master-port 29500 -- prog args
+// Each local rank is bound to its own share of the CPUs when there are enough (--cpu-bind none: not).
 
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -33,6 +35,16 @@ uint16_t free_port() {
   return ntohs(addr.sin_port);
 }
 
+// The CPUs this launcher may run on (taskset, cpusets), in order.
+std::vector<int> allowed_cpus() {
+  cpu_set_t allowed;
+  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) throw std::runtime_error("cannot read this process's CPUs");
+  std::vector<int> cpus;
+  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  return cpus;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -41,6 +53,7 @@ int main(int argc, char** argv) {
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
   double grace_s = 5;
+  std::string cpu_bind = "cores";
   std::vector<std::string> command;
   app.add_option("--nproc-per-node,--nproc_per_node", nproc_per_node, "ranks on this node")->check(CLI::Range(1, 4096));
   app.add_option("--nnodes", nnodes, "nodes in the job")->check(CLI::Range(1, 65536));
@@ -48,6 +61,10 @@ int main(int argc, char** argv) {
   app.add_option("--master-addr,--master_addr", master_addr, "address of node 0, where rank 0 serves the rendezvous store");
   app.add_option("--master-port,--master_port", master_port, "port of the store; 0 = a free one (single node only)")
       ->check(CLI::Range(0, 65535));
+  app.add_option("--cpu-bind,--cpu_bind", cpu_bind,
+                 "cores: each local rank runs on its own share of the CPUs this launcher may use (2 ranks, 2 CPUs: one "
+                 "each), when there are at least as many CPUs as ranks; none: the kernel places the ranks")
+      ->check(CLI::IsMember({"cores", "none"}));
   app.add_option("--grace", grace_s, "seconds between SIGTERM and SIGKILL when stopping the ranks (at most a day)");
   app.prefix_command();  // the first positional argument is the program: it and all after it are its own
   app.footer("After the options: the program and its arguments (an optional -- may separate them).");
@@ -72,6 +89,18 @@ int main(int argc, char** argv) {
     else if (nnodes > 1) job_id = fmt::format("ringgrad-{}:{}", master_addr, master_port);
     else job_id = fmt::format("ringgrad-{:016x}", std::random_device{}() * 0x100000001ull ^ static_cast<uint64_t>(::getpid()));
 
+    // Binding each rank to CPUs of its own (as mpirun does) keeps the kernel from moving ranks
+    // between CPUs, and keeps a rank's communication thread on its own rank's CPUs instead of
+    // the other ranks'. Rank i takes the i-th of nproc equal runs of the CPUs, so that its BLAS
+    // threads have CPUs too. With more ranks than CPUs nothing is bound.
+    const std::vector<int> cpus = allowed_cpus();
+    const auto n_cpus = static_cast<int>(cpus.size());
+    const bool bind = cpu_bind == "cores" && nproc_per_node <= n_cpus;
+    const auto share = [&](int local) {
+      if (!bind) return std::vector<int>{};
+      return std::vector<int>(cpus.begin() + local * n_cpus / nproc_per_node,
+                              cpus.begin() + (local + 1) * n_cpus / nproc_per_node);
+    };
     const int world_size = nnodes * nproc_per_node;
     std::vector<ringgrad::launcher::RankSpec> ranks;
     for (int local = 0; local < nproc_per_node; ++local) {
@@ -80,7 +109,8 @@ int main(int argc, char** argv) {
                        {fmt::format("RANK={}", rank), fmt::format("LOCAL_RANK={}", local), fmt::format("WORLD_SIZE={}", world_size),
                         fmt::format("LOCAL_WORLD_SIZE={}", nproc_per_node), fmt::format("GROUP_RANK={}", node_rank),
                         fmt::format("MASTER_ADDR={}", master_addr), fmt::format("MASTER_PORT={}", master_port),
-                        fmt::format("RINGGRAD_JOB_ID={}", job_id)}});
+                        fmt::format("RINGGRAD_JOB_ID={}", job_id)},
+                       share(local)});
     }
     auto grace = std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000));
     return ringgrad::launcher::supervise(command, ranks, grace);

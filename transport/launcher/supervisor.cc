@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
@@ -117,6 +118,12 @@ pid_t spawn(const std::vector<std::string>& command, const RankSpec& spec, int o
     // than leave them running under init. The check closes the window before prctl.
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != launcher) _exit(128 + SIGKILL);
+    if (!spec.cpus.empty()) {
+      cpu_set_t set;
+      CPU_ZERO(&set);
+      for (int cpu : spec.cpus) CPU_SET(cpu, &set);
+      ::sched_setaffinity(0, sizeof set, &set);  // CPUs the launcher may run on: cannot fail
+    }
     ::dup2(out_fd, 1);
     ::dup2(err_fd, 2);
     ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);

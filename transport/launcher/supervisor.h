@@ -12,6 +12,7 @@ namespace ringgrad::launcher {
 struct RankSpec {
   int rank = 0;                   // global rank, for the prefix and the report
   std::vector<std::string> env;   // "NAME=value" added to the launcher's environment
+  std::vector<int> cpus;          // the CPUs it may run on; empty: those the launcher may
 };
 
 /// Starts `command` once per spec and supervises until all have exited. Returns the launcher's
