@@ -158,7 +158,7 @@ TEST_CASE("ranks do not outlive a ringgrad-run killed with SIGKILL") {
   CHECK_FALSE(contains(o.out, "state R"));
 }
 
-TEST_CASE("ringgrad-run binds each rank to its own share of the CPUs when there are enough") {
+TEST_CASE("ringgrad-run --cpu-bind cores binds each rank to its own share of the CPUs when there are enough") {
   cpu_set_t allowed;  // the CPUs this test may run on; the launcher gets two of them
   REQUIRE(::sched_getaffinity(0, sizeof allowed, &allowed) == 0);
   std::vector<int> cpus;
@@ -169,14 +169,15 @@ TEST_CASE("ringgrad-run binds each rank to its own share of the CPUs when there 
   const std::string show = " sh -c 'grep Cpus_allowed_list /proc/self/status'";
   const Outcome both = sh(taskset + "grep Cpus_allowed_list /proc/self/status");  // as the kernel writes the pair
   REQUIRE(both.exit_code == 0);
-  Outcome o = sh(taskset + run + " --nproc-per-node 2" + show);
+  Outcome o = sh(taskset + run + " --nproc-per-node 2 --cpu-bind cores" + show);
   INFO(o.out << o.err);
   CHECK(contains(o.out, fmt::format("[rank 0] Cpus_allowed_list:\t{}\n", cpus[0])));
   CHECK(contains(o.out, fmt::format("[rank 1] Cpus_allowed_list:\t{}\n", cpus[1])));
-  o = sh(taskset + run + " --nproc-per-node 1" + show);  // one rank: its share is every CPU
+  o = sh(taskset + run + " --nproc-per-node 1 --cpu-bind cores" + show);  // one rank: its share is every CPU
   CHECK(contains(o.out, "[rank 0] " + both.out));
-  // Not bound: when asked, and when the ranks outnumber the CPUs.
-  for (const std::string flags : {" --nproc-per-node 2 --cpu-bind none", " --nproc-per-node 3"}) {
+  // Not bound: by default, when asked, and when the ranks outnumber the CPUs.
+  for (const std::string flags : {" --nproc-per-node 2", " --nproc-per-node 2 --cpu-bind none",
+                                  " --nproc-per-node 3 --cpu-bind cores"}) {
     o = sh(taskset + run + flags + show);
     INFO(o.out << o.err);
     CHECK(contains(o.out, "[rank 0] " + both.out));

@@ -2,7 +2,7 @@
 // (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, RINGGRAD_JOB_ID).
 //   ringgrad-run --nproc-per-node 4 build/bin/train_mlp --epochs 1
 //   ringgrad-run --nnodes 2 --node-rank 0 --nproc-per-node 8 --master-addr 10.0.0.1 --master-port 29500 -- prog args
-// Each local rank is bound to its own share of the CPUs when there are enough (--cpu-bind none: not).
+// --cpu-bind cores binds each local rank to its own share of the CPUs, as mpirun does.
 
 #include <netinet/in.h>
 #include <sched.h>
@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
   double grace_s = 5;
-  std::string cpu_bind = "cores";
+  std::string cpu_bind = "none";
   std::vector<std::string> command;
   app.add_option("--nproc-per-node,--nproc_per_node", nproc_per_node, "ranks on this node")->check(CLI::Range(1, 4096));
   app.add_option("--nnodes", nnodes, "nodes in the job")->check(CLI::Range(1, 65536));
@@ -62,8 +62,8 @@ int main(int argc, char** argv) {
   app.add_option("--master-port,--master_port", master_port, "port of the store; 0 = a free one (single node only)")
       ->check(CLI::Range(0, 65535));
   app.add_option("--cpu-bind,--cpu_bind", cpu_bind,
-                 "cores: each local rank runs on its own share of the CPUs this launcher may use (2 ranks, 2 CPUs: one "
-                 "each), when there are at least as many CPUs as ranks; none: the kernel places the ranks")
+                 "none (default): the kernel places the ranks; cores: each local rank runs on its own share of the CPUs "
+                 "this launcher may use (2 ranks, 2 CPUs: one each), when there are at least as many CPUs as ranks")
       ->check(CLI::IsMember({"cores", "none"}));
   app.add_option("--grace", grace_s, "seconds between SIGTERM and SIGKILL when stopping the ranks (at most a day)");
   app.prefix_command();  // the first positional argument is the program: it and all after it are its own
@@ -92,7 +92,8 @@ int main(int argc, char** argv) {
     // Binding each rank to CPUs of its own (as mpirun does) keeps the kernel from moving ranks
     // between CPUs, and keeps a rank's communication thread on its own rank's CPUs instead of
     // the other ranks'. Rank i takes the i-th of nproc equal runs of the CPUs, so that its BLAS
-    // threads have CPUs too. With more ranks than CPUs nothing is bound.
+    // threads have CPUs too. With more ranks than CPUs nothing is bound. Off by default, as with
+    // torchrun: two jobs started on one machine would both bind to the same first CPUs.
     const std::vector<int> cpus = allowed_cpus();
     const auto n_cpus = static_cast<int>(cpus.size());
     const bool bind = cpu_bind == "cores" && nproc_per_node <= n_cpus;
