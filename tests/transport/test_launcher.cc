@@ -183,6 +183,7 @@ TEST_CASE("ringgrad-run --cpu-bind cores binds each rank to its own share of the
     CHECK(contains(o.out, "[rank 0] " + both.out));
     CHECK(contains(o.out, "[rank 1] " + both.out));
   }
+  CHECK(contains(o.err, "--cpu-bind cores: 3 ranks but 2 CPUs, so no rank is bound"));
   CHECK(sh(run + " --cpu-bind socket true").exit_code != 0);
   CHECK(sh(run + " --cpu-bind cores true").exit_code == 0);
 }

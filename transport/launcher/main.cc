@@ -62,8 +62,9 @@ int main(int argc, char** argv) {
   app.add_option("--master-port,--master_port", master_port, "port of the store; 0 = a free one (single node only)")
       ->check(CLI::Range(0, 65535));
   app.add_option("--cpu-bind,--cpu_bind", cpu_bind,
-                 "none (default): the kernel places the ranks; cores: each local rank runs on its own share of the CPUs "
-                 "this launcher may use (2 ranks, 2 CPUs: one each), when there are at least as many CPUs as ranks")
+                 "none (default): the kernel places the ranks; cores: local rank i runs on the i-th of nproc runs of "
+                 "consecutive CPUs among those this launcher may use (2 ranks, 2 CPUs: one each; 3 ranks, 4 CPUs: 1, 1, "
+                 "2), when there are at least as many CPUs as ranks, else nothing is bound (and a note says so)")
       ->check(CLI::IsMember({"cores", "none"}));
   app.add_option("--grace", grace_s, "seconds between SIGTERM and SIGKILL when stopping the ranks (at most a day)");
   app.prefix_command();  // the first positional argument is the program: it and all after it are its own
@@ -94,9 +95,12 @@ int main(int argc, char** argv) {
     // the other ranks'. Rank i takes the i-th of nproc equal runs of the CPUs, so that its BLAS
     // threads have CPUs too. With more ranks than CPUs nothing is bound. Off by default, as with
     // torchrun: two jobs started on one machine would both bind to the same first CPUs.
-    const std::vector<int> cpus = allowed_cpus();
+    const std::vector<int> cpus = cpu_bind == "cores" ? allowed_cpus() : std::vector<int>{};
     const auto n_cpus = static_cast<int>(cpus.size());
     const bool bind = cpu_bind == "cores" && nproc_per_node <= n_cpus;
+    if (cpu_bind == "cores" && !bind)
+      fmt::print(stderr, "ringgrad-run: --cpu-bind cores: {} ranks but {} CPUs, so no rank is bound\n", nproc_per_node,
+                 n_cpus);
     const auto share = [&](int local) {
       if (!bind) return std::vector<int>{};
       return std::vector<int>(cpus.begin() + local * n_cpus / nproc_per_node,
