@@ -1,13 +1,14 @@
 #include "collectives/shm_peers.h"
 
-#include <sched.h>
-
 #include <algorithm>
 #include <atomic>
 #include <set>
 #include <sstream>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "transport/cpus.h"
 
 namespace ringgrad::collectives {
 namespace {
@@ -19,17 +20,6 @@ static_assert(sizeof(ShmInbox) % 64 == 0 && sizeof(ShmDoorbell) == 64);
 std::size_t headers_bytes(int p) { return sizeof(ShmDoorbell) + static_cast<std::size_t>(p) * sizeof(ShmInbox); }
 std::size_t segment_bytes(int p, std::size_t chunk) {
   return headers_bytes(p) + static_cast<std::size_t>(p) * kShmSlots * chunk;
-}
-
-// The CPUs this process may run on, as "0 1 5".
-std::string allowed_cpus() {
-  cpu_set_t allowed;
-  if (sched_getaffinity(0, sizeof allowed, &allowed) != 0) return "0";
-  std::string list;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu) {
-    if (CPU_ISSET(cpu, &allowed)) list += fmt::format("{}{}", list.empty() ? "" : " ", cpu);
-  }
-  return list;
 }
 
 }  // namespace
@@ -69,7 +59,7 @@ std::unique_ptr<ShmPeers> ShmPeers::connect(transport::Transport& transport, std
   }
   // Every rank says whether it mapped everything; the path is shared memory only if all did.
   store.set(fmt::format("collectives/shm/mapped/{}", r), problem);
-  store.set(fmt::format("collectives/shm/cpus/{}", r), allowed_cpus());
+  store.set(fmt::format("collectives/shm/cpus/{}", r), fmt::format("{}", fmt::join(transport::allowed_cpus(), " ")));
   std::set<int> cpus;
   for (int q = 0; q < p; ++q) {
     const std::string theirs = store.get(fmt::format("collectives/shm/mapped/{}", q));

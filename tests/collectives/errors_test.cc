@@ -19,6 +19,7 @@
 #include "collectives/communicator.h"
 #include "collectives/shm_link.h"
 #include "collectives/shm_peers.h"
+#include "transport/cpus.h"
 #include "transport/transport.h"
 #include "tests/support/multiprocess.h"
 
@@ -257,11 +258,7 @@ TEST_CASE("a rank polls for 5 ms while every rank has a CPU, 20 us when ranks ou
 }
 
 TEST_CASE("the CPUs ranks share are the union of their affinity masks", "[collectives]") {
-  cpu_set_t allowed;  // the CPUs this test may run on
-  REQUIRE(sched_getaffinity(0, sizeof allowed, &allowed) == 0);
-  std::vector<int> cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  const std::vector<int> cpus = transport::allowed_cpus();  // the CPUs this test may run on
   if (cpus.size() < 2) return;  // needs two CPUs to bind two ranks apart
   // Each rank bound to a CPU of its own (as ringgrad-run binds 2 ranks on 2 CPUs, or mpirun
   // --bind-to core): 2 CPUs together. Both bound to the same CPU: 1.

@@ -4,7 +4,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <sched.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -17,6 +16,8 @@
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "transport/cpus.h"
 
 namespace {
 
@@ -159,11 +160,7 @@ TEST_CASE("ranks do not outlive a ringgrad-run killed with SIGKILL") {
 }
 
 TEST_CASE("ringgrad-run --cpu-bind cores binds each rank to its own share of the CPUs when there are enough") {
-  cpu_set_t allowed;  // the CPUs this test may run on; the launcher gets two of them
-  REQUIRE(::sched_getaffinity(0, sizeof allowed, &allowed) == 0);
-  std::vector<int> cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE && cpus.size() < 2; ++cpu)
-    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
+  const std::vector<int> cpus = ringgrad::transport::allowed_cpus();  // the launcher gets the first two
   if (cpus.size() < 2) return;  // one CPU: nothing to bind apart
   const std::string taskset = fmt::format("taskset -c {},{} ", cpus[0], cpus[1]);
   const std::string show = " sh -c 'grep Cpus_allowed_list /proc/self/status'";

@@ -5,7 +5,6 @@
 // --cpu-bind cores binds each local rank to its own share of the CPUs, as mpirun does.
 
 #include <netinet/in.h>
-#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -17,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "transport/cpus.h"
 #include "transport/launcher/supervisor.h"
 
 namespace {
@@ -33,16 +33,6 @@ uint16_t free_port() {
     throw std::runtime_error("cannot find a free port; pass --master-port");
   ::close(fd);
   return ntohs(addr.sin_port);
-}
-
-// The CPUs this launcher may run on (taskset, cpusets), in order.
-std::vector<int> allowed_cpus() {
-  cpu_set_t allowed;
-  if (::sched_getaffinity(0, sizeof allowed, &allowed) != 0) throw std::runtime_error("cannot read this process's CPUs");
-  std::vector<int> cpus;
-  for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
-    if (CPU_ISSET(cpu, &allowed)) cpus.push_back(cpu);
-  return cpus;
 }
 
 }  // namespace
@@ -95,7 +85,7 @@ int main(int argc, char** argv) {
     // the other ranks'. Rank i takes the i-th of nproc equal runs of the CPUs, so that its BLAS
     // threads have CPUs too. With more ranks than CPUs nothing is bound. Off by default, as with
     // torchrun: two jobs started on one machine would both bind to the same first CPUs.
-    const std::vector<int> cpus = cpu_bind == "cores" ? allowed_cpus() : std::vector<int>{};
+    const std::vector<int> cpus = cpu_bind == "cores" ? ringgrad::transport::allowed_cpus() : std::vector<int>{};
     const auto n_cpus = static_cast<int>(cpus.size());
     const bool bind = cpu_bind == "cores" && nproc_per_node <= n_cpus;
     if (cpu_bind == "cores" && !bind)
