@@ -50,8 +50,9 @@ class ShmLink final : public HostMemoryLink {
 constexpr std::chrono::microseconds kShmPollBrief{20};
 
 /// How long a waiting rank polls before it sleeps, for `local_ranks` ranks on this host that
-/// may run on `cpus` CPUs together (ShmPeers::cpus): 5 ms while each can have a CPU of its own,
-/// kShmPollBrief when they outnumber the CPUs.
+/// may run on `cpus` CPUs together (ShmPeers::cpus): 5 ms while local_ranks <= cpus,
+/// kShmPollBrief when the ranks outnumber the CPUs. It compares counts only: ranks pinned to
+/// {0}, {0} and {1, 2} count 3 CPUs and poll.
 std::chrono::microseconds shm_poll_default(int local_ranks, int cpus);
 
 }  // namespace ringgrad::collectives
