@@ -7,7 +7,7 @@
 
 #include "collectives/communicator.h"
 #include "collectives/cost_model.h"
-#include "collectives/reduce_kernel.h"
+#include "collectives/reduce/reduce_kernel.h"
 
 namespace ringgrad::collectives {
 namespace {

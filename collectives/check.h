@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "collectives/algo.h"
-#include "collectives/algorithms.h"
+#include "collectives/algorithms/algorithms.h"
 #include "collectives/buffer.h"
-#include "collectives/link.h"
+#include "collectives/links/link.h"
 
 namespace ringgrad::collectives {
 

@@ -13,58 +13,18 @@
 #include <exception>
 #include <memory>
 #include <mutex>
-#include <optional>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "collectives/algo.h"
 #include "collectives/buffer.h"
-#include "collectives/cost_model.h"
+#include "collectives/collective_error.h"
+#include "collectives/comm_options.h"
 #include "collectives/dtype.h"
 #include "transport/transport.h"
 
 namespace ringgrad::collectives {
-
-/// Invalid arguments (on any rank) or ranks that disagree on a collective's kind, count,
-/// dtype, op, root or algorithm. Thrown on every rank, naming the ranks and the values; no
-/// data has moved, so the communicator stays usable. Transport failures (dead peer, timeout)
-/// throw transport::TransportError instead and leave the communicator broken.
-class CollectiveError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-struct CommOptions {
-  /// Before each collective, every rank sends a 240-byte descriptor of its call to every other (one extra
-  /// message latency) and all compare: RINGGRAD_CHECK=0 turns it off.
-  bool check_args = true;
-  /// Default algorithm for calls that pass Algo::kAuto: RINGGRAD_ALGO=ring|tree|hd|auto. A
-  /// collective that lacks the named algorithm falls back to auto.
-  Algo algo = Algo::kAuto;
-  /// Transfers travel in pieces of this many bytes (a multiple of 8, 4 KiB to 1 GiB):
-  /// RINGGRAD_CHUNK_BYTES.
-  std::size_t chunk_bytes = 128 << 10;
-  /// Constants for Algo::kAuto; see calibrate(). Device calls use the same model.
-  CostModel model{};
-  /// Who runs collectives on device buffers: RINGGRAD_BACKEND=ringgrad|nccl.
-  Backend backend = Backend::kRinggrad;
-  /// Piece size of device transfers (a multiple of 8, 4 KiB to 1 GiB): RINGGRAD_DEVICE_CHUNK_BYTES. Each
-  /// same-host peer gets an inbox of 4 pieces in device memory.
-  std::size_t device_chunk_bytes = 4 << 20;
-  /// Host-memory collectives between ranks that all share one host go through shared memory
-  /// (shm_peers.h) instead of loopback TCP: RINGGRAD_SHM=0 keeps TCP. Point-to-point send/recv
-  /// always use TCP.
-  bool shared_memory = true;
-  /// How long a rank that waits on a peer over shared memory polls before it sleeps:
-  /// RINGGRAD_SHM_POLL_US (microseconds, 0 to 1000000). Unset: shm_poll_default(), from the
-  /// ranks and CPUs.
-  std::optional<std::chrono::microseconds> shm_poll;
-
-  /// Defaults overridden by the environment variables above; throws std::invalid_argument.
-  static CommOptions from_env();
-};
 
 /// Handle of an asynchronous operation. The buffers must stay valid until wait() returns.
 class Work {
@@ -86,6 +46,7 @@ class Work {
 class DeviceBackend;
 class Link;
 class ShmPeers;
+struct Task;
 
 /// Device buffers (Buffer::device >= 0), the contract: every buffer of one call is on the same
 /// device, and all device calls of a communicator use one device (the first call's). The
@@ -151,16 +112,15 @@ class Communicator {
   Work send_async(ConstBuffer data, int peer, uint64_t tag = 0);
   Work recv_async(Buffer data, int peer, uint64_t tag = 0);
 
-  struct Task;
-
  private:
   Work submit(Task task, bool blocking);
+  void worker_loop();
   void execute(Task& task);
   void check_agreement(const Task& task);
   void choose_host_path();
   // The link for host memory: shared memory for collectives once set up, else TCP.
   std::unique_ptr<Link> host_link(uint64_t tag, bool collective);
-  void worker_loop();
+  void break_on(const std::exception& error);
 
   std::unique_ptr<transport::Transport> transport_;
   CommOptions options_;

@@ -16,9 +16,9 @@
 
 #include "bench/perf/device_mirror.h"
 #include "collectives/cost_model.h"
-#include "tests/collectives/reference.h"
+#include "collectives/reference.h"
 #if RINGGRAD_HAVE_NCCL
-#include "collectives/nccl_backend.h"
+#include "collectives/backends/nccl_backend.h"
 #endif
 
 namespace ringgrad::bench {
@@ -30,6 +30,7 @@ using collectives::CollKind;
 using collectives::Communicator;
 using collectives::DType;
 using collectives::ReduceOp;
+namespace reference = collectives::reference;
 
 struct Options {
   std::string min_bytes = "8", max_bytes = "64M", step_bytes;
@@ -123,23 +124,10 @@ std::vector<Contender> nccl_contenders(Communicator& comm, CollKind kind, int de
 #endif
 }
 
-// The expected output of rank r for inputs from tests/collectives/reference.h.
+// The expected output of rank r (collectives/reference.h) for n elements, nccl-tests' size.
 std::vector<std::byte> expected_output(CollKind k, int p, int r, std::size_t n, ReduceOp op, DType dt, int root) {
-  const std::size_t c = n / static_cast<std::size_t>(p);
-  switch (k) {
-    case CollKind::kAllReduce:
-    case CollKind::kReduce: return test::expected_reduction(p, 0, n, op, dt);
-    case CollKind::kBroadcast: return test::make_input(root, n, op, dt);
-    case CollKind::kReduceScatter: return test::expected_reduction(p, static_cast<std::size_t>(r) * c, c, op, dt);
-    default: {
-      std::vector<std::byte> all;
-      for (int q = 0; q < p; ++q) {
-        auto part = test::make_input(q, c, op, dt, static_cast<std::size_t>(q) * c);
-        all.insert(all.end(), part.begin(), part.end());
-      }
-      return all;
-    }
-  }
+  const bool per_rank = k == CollKind::kAllGather || k == CollKind::kReduceScatter;
+  return reference::expected_output(k, p, r, per_rank ? n / static_cast<std::size_t>(p) : n, op, dt, root);
 }
 
 struct Measure {
@@ -195,8 +183,8 @@ int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contend
             for (int place = 0; place < 2; ++place) {
               const bool in_place = place == 1;
               if (!in_place && !contenders[ci].out_of_place) continue;
-              std::vector<std::byte> input = test::make_input(r, l.send_count, op, dt, kind == CollKind::kAllGather ? l.inplace_send_offset : 0);
-              if (kind == CollKind::kBroadcast) input = test::make_input(r == o.root ? o.root : r, l.send_count, op, dt);
+              std::vector<std::byte> input = reference::make_input(r, l.send_count, op, dt, kind == CollKind::kAllGather ? l.inplace_send_offset : 0);
+              if (kind == CollKind::kBroadcast) input = reference::make_input(r == o.root ? o.root : r, l.send_count, op, dt);
               std::vector<std::byte> send, recv(std::max(l.recv_count, l.send_count) * es, std::byte{0});
               std::byte* send_ptr;
               std::byte* recv_ptr;

@@ -16,7 +16,7 @@
 
 #include "collectives/communicator.h"
 #include "collectives/device_check.h"
-#include "tests/collectives/reference.h"
+#include "collectives/reference.h"
 #include "tests/support/multiprocess.h"
 #if RINGGRAD_HAVE_CUDA
 #include "transport/cuda_ipc.h"
@@ -30,6 +30,12 @@ using collectives::Backend;
 using collectives::Buffer;
 using collectives::CollKind;
 using collectives::Communicator;
+using collectives::DType;
+using collectives::ReduceOp;
+using collectives::reference::expected_output;
+using collectives::reference::expected_reduction;
+using collectives::reference::first_difference;
+using collectives::reference::make_input;
 
 // GPUs a fresh process sees, asked in a child: CUDA must not be initialised in this process
 // before run_ranks forks (a forked child cannot use its parent's CUDA context).
@@ -136,10 +142,7 @@ void run_case(Communicator& comm, const Case& c, int device) {
       break;
     }
     case CollKind::kAllGather: {
-      for (int k = 0; k < p; ++k) {
-        auto part = make_input(k, n, c.op, c.dtype, static_cast<std::size_t>(k) * n);
-        want.insert(want.end(), part.begin(), part.end());
-      }
+      want = expected_output(c.kind, p, r, n, c.op, c.dtype, c.root);
       const auto mine = make_input(r, n, c.op, c.dtype, static_cast<std::size_t>(r) * n);
       auto out = to_device({}, n * P * es), in = to_device(mine, n * es);
       if (c.in_place && n > 0)

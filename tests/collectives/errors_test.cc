@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "collectives/communicator.h"
-#include "collectives/shm_link.h"
-#include "collectives/shm_peers.h"
+#include "collectives/links/shm_link.h"
+#include "collectives/links/shm_peers.h"
 #include "transport/cpus.h"
 #include "transport/transport.h"
 #include "tests/support/multiprocess.h"

@@ -6,15 +6,20 @@
 #include <limits>
 #include <vector>
 
-#include "collectives/dtype_dispatch.h"
-#include "collectives/half.h"
-#include "collectives/reduce_kernel.h"
-#include "tests/collectives/reference.h"
+#include "collectives/reduce/dtype_dispatch.h"
+#include "collectives/reduce/half.h"
+#include "collectives/reduce/reduce_kernel.h"
+#include "collectives/reference.h"
 
 namespace ringgrad::test {
 
 using collectives::BFloat16;
+using collectives::DType;
+using collectives::ReduceOp;
 using collectives::Float16;
+using collectives::reference::expected_reduction;
+using collectives::reference::first_difference;
+using collectives::reference::make_input;
 
 TEST_CASE("float16 conversions match IEEE binary16 bit patterns", "[collectives]") {
   const std::pair<float, uint16_t> known[] = {

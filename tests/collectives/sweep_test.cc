@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "collectives/communicator.h"
-#include "tests/collectives/reference.h"
+#include "collectives/reference.h"
 #include "tests/support/multiprocess.h"
 
 namespace ringgrad::test {
@@ -19,6 +19,12 @@ using collectives::Buffer;
 using collectives::CollKind;
 using collectives::Communicator;
 using collectives::ConstBuffer;
+using collectives::DType;
+using collectives::ReduceOp;
+using collectives::reference::expected_output;
+using collectives::reference::expected_reduction;
+using collectives::reference::first_difference;
+using collectives::reference::make_input;
 
 constexpr std::size_t kCounts[] = {0, 1, 7, 1000003};
 constexpr std::byte kGarbage{0xAB};
@@ -73,11 +79,7 @@ void run_case(Communicator& comm, const Case& c) {
       break;
     }
     case CollKind::kAllGather: {
-      std::vector<std::byte> want;
-      for (int k = 0; k < p; ++k) {
-        auto part = make_input(k, n, c.op, c.dtype, static_cast<std::size_t>(k) * n);
-        want.insert(want.end(), part.begin(), part.end());
-      }
+      const std::vector<std::byte> want = expected_output(c.kind, p, r, n, c.op, c.dtype, c.root);
       std::vector<std::byte> in = make_input(r, n, c.op, c.dtype, static_cast<std::size_t>(r) * n),
                              out(want.size(), kGarbage);
       if (c.in_place) std::copy(in.begin(), in.end(), out.begin() + static_cast<long>(static_cast<std::size_t>(r) * n * es));

@@ -1,21 +1,21 @@
 // DeviceLink's protocol: one polling loop per send_recv drives the outgoing and the incoming
 // transfer piece by piece, so two ranks sending to each other never wait on each other's
 // credits (the ring's and halving-doubling's pattern). Control messages are 16 bytes.
-#include "collectives/device_link.h"
+#include "collectives/links/device_link.h"
 
 #include <algorithm>
 #include <thread>
 
 #include <fmt/format.h>
 
-#include "collectives/reduce_kernel_cuda.h"
+#include "collectives/reduce/reduce_kernel_cuda.h"
 
 namespace ringgrad::collectives {
 
 using transport::cuda_check;
 
 DeviceLink::DeviceLink(DevicePeers& peers, transport::Transport& transport, uint64_t tag)
-    : Link(transport.rank(), transport.world_size(), peers.chunk_bytes()),
+    : PollingLink(transport.rank(), transport.world_size(), peers.chunk_bytes()),
       peers_(peers),
       transport_(transport),
       tag_(tag),
@@ -129,24 +129,6 @@ void DeviceLink::exchange(Outgoing out, Incoming in) {
       std::this_thread::yield();
     }
   }
-}
-
-void DeviceLink::send_recv(int to, const void* send, std::size_t send_bytes, int from, void* recv,
-                           std::size_t recv_bytes) {
-  exchange(Outgoing::of(to, send, send_bytes), Incoming::copy(from, recv, recv_bytes));
-}
-
-void DeviceLink::send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst,
-                                  const void* a, std::size_t count, DType dtype, ReduceOp op) {
-  exchange(Outgoing::of(to, send, send_bytes), Incoming::reduce(from, dst, a, count, dtype, op));
-}
-
-void DeviceLink::isend(int to, const void* data, std::size_t bytes, std::vector<Pending>&) {
-  send(to, data, bytes);
-}
-
-void DeviceLink::irecv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending) {
-  defer_recv(from, data, bytes, pending);
 }
 
 void DeviceLink::copy(void* dst, const void* src, std::size_t bytes) {

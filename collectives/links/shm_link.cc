@@ -1,4 +1,4 @@
-#include "collectives/shm_link.h"
+#include "collectives/links/shm_link.h"
 
 #include <algorithm>
 #include <atomic>
@@ -7,7 +7,7 @@
 
 #include <fmt/format.h>
 
-#include "collectives/reduce_kernel.h"
+#include "collectives/reduce/reduce_kernel.h"
 
 namespace ringgrad::collectives {
 
@@ -41,7 +41,7 @@ std::chrono::microseconds shm_poll_default(int local_ranks, int cpus) {
 }
 
 ShmLink::ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t tag, std::chrono::microseconds poll)
-    : HostMemoryLink(transport.rank(), transport.world_size(), peers.chunk_bytes()),
+    : PollingLink(transport.rank(), transport.world_size(), peers.chunk_bytes()),
       peers_(peers),
       transport_(transport),
       tag_(tag),
@@ -139,21 +139,6 @@ void ShmLink::wait_for_ring(std::uint32_t seen, const Outgoing& out, const Incom
     throw transport::TransportError(fmt::format("rank {}: no progress over shared memory for {} ms (a peer may have hung or "
                                                 "be waiting on something else; {})", rank(),
                                                 transport_.timeout().count(), what()));
-}
-
-void ShmLink::send_recv(int to, const void* send, std::size_t send_bytes, int from, void* recv, std::size_t recv_bytes) {
-  exchange(Outgoing::of(to, send, send_bytes), Incoming::copy(from, recv, recv_bytes));
-}
-
-void ShmLink::send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst, const void* a,
-                               std::size_t count, DType dtype, ReduceOp op) {
-  exchange(Outgoing::of(to, send, send_bytes), Incoming::reduce(from, dst, a, count, dtype, op));
-}
-
-void ShmLink::isend(int to, const void* data, std::size_t bytes, std::vector<Pending>&) { send(to, data, bytes); }
-
-void ShmLink::irecv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending) {
-  defer_recv(from, data, bytes, pending);
 }
 
 }  // namespace ringgrad::collectives

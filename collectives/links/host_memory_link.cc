@@ -1,8 +1,8 @@
-#include "collectives/host_memory_link.h"
+#include "collectives/links/host_memory_link.h"
 
 #include <cstring>
 
-#include "collectives/reduce_kernel.h"
+#include "collectives/reduce/reduce_kernel.h"
 
 namespace ringgrad::collectives {
 

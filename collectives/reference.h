@@ -1,6 +1,7 @@
-// Inputs and serial reference results for the collective tests: rank r's element i is a small
-// integer, exact in every dtype, so any reduction order gives the same bits; the expected
-// value is folded over ranks in double here, without the library's reduction kernels.
+// Serial reference collectives: what every rank should hold after each collective, computed in
+// one process, in double, without the library's algorithms or reduction kernels. Tests and the
+// *_perf tools (nccl-tests' #wrong column) compare against these. Rank r's input element i is a
+// small integer, exact in every dtype, so any reduction order gives the same bits.
 #pragma once
 
 #include <cstddef>
@@ -8,13 +9,11 @@
 #include <cstring>
 #include <vector>
 
+#include "collectives/algo.h"
 #include "collectives/dtype.h"
-#include "collectives/dtype_dispatch.h"
+#include "collectives/reduce/dtype_dispatch.h"
 
-namespace ringgrad::test {
-
-using collectives::DType;
-using collectives::ReduceOp;
+namespace ringgrad::collectives::reference {
 
 /// Rank r's input element i for op: in [-4, 4] ([0, 8] for uint8), or {1, 2, -1} for PRODUCT.
 inline double input_value(int rank, std::size_t i, ReduceOp op, DType dtype) {
@@ -31,15 +30,15 @@ inline double input_value(int rank, std::size_t i, ReduceOp op, DType dtype) {
 /// Stores x (exact) in the storage type of dtype.
 template <typename T>
 T store(double x) {
-  if constexpr (std::is_same_v<T, collectives::Float16>) return collectives::to_float16(static_cast<float>(x));
-  else if constexpr (std::is_same_v<T, collectives::BFloat16>) return collectives::to_bfloat16(static_cast<float>(x));
+  if constexpr (std::is_same_v<T, Float16>) return to_float16(static_cast<float>(x));
+  else if constexpr (std::is_same_v<T, BFloat16>) return to_bfloat16(static_cast<float>(x));
   else return static_cast<T>(x);
 }
 
 /// count elements of rank's input, as bytes.
 inline std::vector<std::byte> make_input(int rank, std::size_t count, ReduceOp op, DType dtype, std::size_t first = 0) {
-  std::vector<std::byte> out(count * collectives::dtype_size(dtype));
-  collectives::visit_dtype(dtype, [&]<typename T>(std::type_identity<T>) {
+  std::vector<std::byte> out(count * dtype_size(dtype));
+  visit_dtype(dtype, [&]<typename T>(std::type_identity<T>) {
     auto* p = reinterpret_cast<T*>(out.data());
     for (std::size_t i = 0; i < count; ++i) p[i] = store<T>(input_value(rank, first + i, op, dtype));
   });
@@ -49,9 +48,9 @@ inline std::vector<std::byte> make_input(int rank, std::size_t count, ReduceOp o
 /// Elements [first, first+count) of op over ranks 0..p-1 of input_value, AVG as NCCL does
 /// it: the sum divided by p in the compute type (float for 16-bit floats, integer division).
 inline std::vector<std::byte> expected_reduction(int p, std::size_t first, std::size_t count, ReduceOp op, DType dtype) {
-  std::vector<std::byte> out(count * collectives::dtype_size(dtype));
-  collectives::visit_dtype(dtype, [&]<typename T>(std::type_identity<T>) {
-    using V = typename collectives::Compute<T>::type;
+  std::vector<std::byte> out(count * dtype_size(dtype));
+  visit_dtype(dtype, [&]<typename T>(std::type_identity<T>) {
+    using V = typename Compute<T>::type;
     auto* o = reinterpret_cast<T*>(out.data());
     for (std::size_t i = 0; i < count; ++i) {
       double acc = input_value(0, first + i, op, dtype);
@@ -69,13 +68,34 @@ inline std::vector<std::byte> expected_reduction(int p, std::size_t first, std::
   return out;
 }
 
+/// What rank r holds after `kind` (not barrier, send or recv) on the inputs above, with
+/// NCCL's `count`: elements per rank for all_gather (the result holds count * p),
+/// elements of the result for reduce_scatter, the buffer length otherwise. reduce's result
+/// is what the root holds.
+inline std::vector<std::byte> expected_output(CollKind kind, int p, int r, std::size_t count, ReduceOp op, DType dtype,
+                                              int root) {
+  switch (kind) {
+    case CollKind::kBroadcast: return make_input(root, count, op, dtype);
+    case CollKind::kReduceScatter: return expected_reduction(p, static_cast<std::size_t>(r) * count, count, op, dtype);
+    case CollKind::kAllGather: {
+      std::vector<std::byte> all;
+      for (int q = 0; q < p; ++q) {
+        const auto part = make_input(q, count, op, dtype, static_cast<std::size_t>(q) * count);
+        all.insert(all.end(), part.begin(), part.end());
+      }
+      return all;
+    }
+    default: return expected_reduction(p, 0, count, op, dtype);
+  }
+}
+
 /// Index of the first element where a and b differ, or -1.
 inline long first_difference(const std::byte* a, const std::byte* b, std::size_t count, DType dtype) {
-  const std::size_t es = collectives::dtype_size(dtype);
+  const std::size_t es = dtype_size(dtype);
   if (count == 0 || std::memcmp(a, b, count * es) == 0) return -1;
   for (std::size_t i = 0; i < count; ++i)
     if (std::memcmp(a + i * es, b + i * es, es) != 0) return static_cast<long>(i);
   return -1;
 }
 
-}  // namespace ringgrad::test
+}  // namespace ringgrad::collectives::reference

@@ -2,7 +2,7 @@
 // + 2^k and waits for rank - 2^k; ceil(log2 p) rounds, T = ceil(log2 p) alpha, any p.
 #include <cstddef>
 
-#include "collectives/algorithms.h"
+#include "collectives/algorithms/algorithms.h"
 
 namespace ringgrad::collectives {
 

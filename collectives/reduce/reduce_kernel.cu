@@ -8,8 +8,8 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "collectives/reduce_kernel_cuda.h"
-#include "collectives/reduce_op.h"
+#include "collectives/reduce/reduce_kernel_cuda.h"
+#include "collectives/reduce/reduce_op.h"
 #include "transport/cuda_ipc.h"
 
 namespace ringgrad::collectives {

@@ -2,7 +2,7 @@
 // place that moves bytes: pieces between ranks, local copies, the AVG division and temporary
 // buffers. HostLink (host_link.h) does it for host memory over TCP, ShmLink (shm_link.h) for
 // host memory through shared memory when every rank is on one host, DeviceLink (device_link.h)
-// for device memory, so every algorithm runs unchanged on all three. Calls are per message or per
+// for device memory (the last two are PollingLinks, polling_link.h), so every algorithm runs unchanged on all three. Calls are per message or per
 // piece of chunk_bytes, never per byte: the virtual call costs nothing measurable.
 #pragma once
 
@@ -74,36 +74,6 @@ class Link {
  protected:
   Link(int rank, int world_size, std::size_t chunk_bytes)
       : rank_(rank), world_size_(world_size), chunk_bytes_(chunk_bytes) {}
-
-  // The two halves of one send_recv, for Links that advance both piece by piece in one polling
-  // loop (ShmLink, DeviceLink). Peer -1 means no transfer (0 bytes).
-  struct Outgoing {
-    int to;
-    const std::byte* src;
-    std::size_t bytes, done;
-    static Outgoing of(int to, const void* data, std::size_t bytes) {
-      return {to, static_cast<const std::byte*>(data), to < 0 ? 0 : bytes, 0};
-    }
-  };
-  struct Incoming {
-    int from;
-    std::byte* dst;
-    const std::byte* a;  // nullptr: copy; else dst = a op received
-    std::size_t bytes, done;
-    DType dtype;
-    ReduceOp op;
-    static Incoming copy(int from, void* dst, std::size_t bytes) {
-      return {from, static_cast<std::byte*>(dst), nullptr, from < 0 ? 0 : bytes, 0, DType::kUInt8, ReduceOp::SUM};
-    }
-    static Incoming reduce(int from, void* dst, const void* a, std::size_t count, DType dtype, ReduceOp op) {
-      return {from, static_cast<std::byte*>(dst), static_cast<const std::byte*>(a), from < 0 ? 0 : count * dtype_size(dtype),
-              0, dtype, op};
-    }
-  };
-
-  /// irecv for Links whose receives run when waited for: one blocking recv per piece, run by
-  /// its Pending's wait (pieces from one peer are waited for in order).
-  void defer_recv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending);
 
  private:
   int rank_;

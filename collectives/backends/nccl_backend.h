@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <string>
 
-#include "collectives/device_backend.h"
+#include "collectives/backends/device_backend.h"
 #include "transport/cuda_ipc.h"
 #include "transport/store.h"
 

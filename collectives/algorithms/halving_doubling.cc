@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <bit>
 
-#include "collectives/algorithms.h"
+#include "collectives/algorithms/algorithms.h"
 
 namespace ringgrad::collectives {
 

@@ -1,4 +1,4 @@
-#include "collectives/shm_peers.h"
+#include "collectives/links/shm_peers.h"
 
 #include <algorithm>
 #include <atomic>

@@ -3,7 +3,7 @@
 // about n beta for large n whatever p: bandwidth-optimal for one root, poor latency.
 #include <vector>
 
-#include "collectives/algorithms.h"
+#include "collectives/algorithms/algorithms.h"
 
 namespace ringgrad::collectives {
 

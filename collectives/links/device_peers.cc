@@ -1,7 +1,7 @@
 // Path choice and IPC setup for device collectives. Two rounds through the store: every rank
 // publishes who it is (host, boot id, GPU bus id), then, for each peer, its offer (IPC handles
 // of its inbox and events, or none). A pair uses CUDA IPC only when both sides offered it.
-#include "collectives/device_peers.h"
+#include "collectives/links/device_peers.h"
 
 #include <unistd.h>
 

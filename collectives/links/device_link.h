@@ -12,25 +12,17 @@
 #include <cstdint>
 #include <vector>
 
-#include "collectives/device_peers.h"
-#include "collectives/link.h"
+#include "collectives/links/device_peers.h"
+#include "collectives/links/polling_link.h"
 #include "transport/transport.h"
 
 namespace ringgrad::collectives {
 
-class DeviceLink final : public Link {
+class DeviceLink final : public PollingLink<Link> {
  public:
   /// A link for one collective with sequence-number `tag`; the device must be current.
   DeviceLink(DevicePeers& peers, transport::Transport& transport, uint64_t tag);
 
-  void send_recv(int to, const void* send, std::size_t send_bytes, int from, void* recv,
-                 std::size_t recv_bytes) override;
-  void send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst, const void* a,
-                        std::size_t count, DType dtype, ReduceOp op) override;
-  /// Runs the send now: it returns once every piece is in the peer's inbox or on the wire.
-  void isend(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) override;
-  /// Runs the receive when its Pending is waited for (pieces from a peer are consumed in order).
-  void irecv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending) override;
   void copy(void* dst, const void* src, std::size_t bytes) override;
   void finalize(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) override;
   std::byte* workspace(std::size_t bytes) override;
@@ -44,7 +36,7 @@ class DeviceLink final : public Link {
   bool advance_send(Outgoing& out);
   bool advance_recv(Incoming& in);
   bool poll_control(int peer, bool needed);
-  void exchange(Outgoing out, Incoming in);
+  void exchange(Outgoing out, Incoming in) override;
 
   DevicePeers& peers_;
   transport::Transport& transport_;

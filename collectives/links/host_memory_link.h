@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "collectives/link.h"
+#include "collectives/links/link.h"
 
 namespace ringgrad::collectives {
 

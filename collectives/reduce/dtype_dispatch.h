@@ -6,7 +6,7 @@
 #include <type_traits>
 
 #include "collectives/dtype.h"
-#include "collectives/half.h"
+#include "collectives/reduce/half.h"
 
 namespace ringgrad::collectives {
 

@@ -1,7 +1,7 @@
 // NCCL in non-blocking mode (config.blocking = 0): every call returns at once and is then
 // polled with ncclCommGetAsyncError and cudaStreamQuery against a deadline, so a dead peer
 // ends in ncclCommAbort and a TransportError rather than a hang.
-#include "collectives/nccl_backend.h"
+#include "collectives/backends/nccl_backend.h"
 
 #include <nccl.h>
 
@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "collectives/reduce_kernel_cuda.h"
+#include "collectives/reduce/reduce_kernel_cuda.h"
 
 namespace ringgrad::collectives {
 namespace {

@@ -1,16 +1,16 @@
 // The two device backends behind one interface, and what a build without CUDA or NCCL says.
-#include "collectives/device_backend.h"
+#include "collectives/backends/device_backend.h"
 
 #include <fmt/format.h>
 
 #include "collectives/device_check.h"
 
 #if RINGGRAD_HAVE_CUDA
-#include "collectives/device_link.h"
-#include "collectives/device_peers.h"
+#include "collectives/links/device_link.h"
+#include "collectives/links/device_peers.h"
 #endif
 #if RINGGRAD_HAVE_NCCL
-#include "collectives/nccl_backend.h"
+#include "collectives/backends/nccl_backend.h"
 #endif
 
 namespace ringgrad::collectives {

@@ -3,7 +3,7 @@
 // pipelined in chunk_bytes pieces; all_reduce twice that: few messages, latency-oriented.
 #include <vector>
 
-#include "collectives/algorithms.h"
+#include "collectives/algorithms/algorithms.h"
 
 namespace ringgrad::collectives {
 namespace {

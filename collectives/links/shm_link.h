@@ -11,32 +11,24 @@
 #include <cstdint>
 #include <vector>
 
-#include "collectives/host_memory_link.h"
-#include "collectives/shm_peers.h"
+#include "collectives/links/host_memory_link.h"
+#include "collectives/links/polling_link.h"
+#include "collectives/links/shm_peers.h"
 #include "transport/transport.h"
 
 namespace ringgrad::collectives {
 
-class ShmLink final : public HostMemoryLink {
+class ShmLink final : public PollingLink<HostMemoryLink> {
  public:
   /// A link for one collective with tag `tag` (its sequence number): every piece carries it and
   /// a piece of another operation is an error. `transport` tells whether peers are alive. A
   /// wait polls for up to `poll` after the last progress before it sleeps.
   ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t tag, std::chrono::microseconds poll);
 
-  void send_recv(int to, const void* send, std::size_t send_bytes, int from, void* recv,
-                 std::size_t recv_bytes) override;
-  void send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst, const void* a,
-                        std::size_t count, DType dtype, ReduceOp op) override;
-  /// Runs the send now: it returns once every piece is in the peer's inbox.
-  void isend(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) override;
-  /// Runs the receive when its Pending is waited for (pieces from a peer are taken in order).
-  void irecv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending) override;
-
  private:
   bool advance_send(Outgoing& out);
   bool advance_recv(Incoming& in);
-  void exchange(Outgoing out, Incoming in);
+  void exchange(Outgoing out, Incoming in) override;
   void wait_for_ring(std::uint32_t seen, const Outgoing& out, const Incoming& in,
                      std::chrono::steady_clock::time_point last_progress);
 

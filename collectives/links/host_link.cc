@@ -1,9 +1,9 @@
 // HostLink: chunked point-to-point transfers over TCP with receive-side reduction.
-#include "collectives/host_link.h"
+#include "collectives/links/host_link.h"
 
 #include <algorithm>
 
-#include "collectives/reduce_kernel.h"
+#include "collectives/reduce/reduce_kernel.h"
 
 namespace ringgrad::collectives {
 

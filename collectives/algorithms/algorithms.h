@@ -7,7 +7,7 @@
 
 #include "collectives/algo.h"
 #include "collectives/dtype.h"
-#include "collectives/link.h"
+#include "collectives/links/link.h"
 
 namespace ringgrad::collectives {
 

@@ -1,5 +1,5 @@
 // From (collective, algorithm) to the algorithm files; the same for every Link.
-#include "collectives/algorithms.h"
+#include "collectives/algorithms/algorithms.h"
 
 namespace ringgrad::collectives {
 

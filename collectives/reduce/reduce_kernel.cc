@@ -1,11 +1,11 @@
 // Reduction kernels: one loop, instantiated per (dtype, op). The float32/float64/int loops
 // vectorize (-O3); integer SUM/PRODUCT wrap modulo 2^bits instead of overflowing.
-#include "collectives/reduce_kernel.h"
+#include "collectives/reduce/reduce_kernel.h"
 
 #include <type_traits>
 
-#include "collectives/dtype_dispatch.h"
-#include "collectives/reduce_op.h"
+#include "collectives/reduce/dtype_dispatch.h"
+#include "collectives/reduce/reduce_op.h"
 
 namespace ringgrad::collectives {
 namespace {

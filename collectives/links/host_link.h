@@ -7,7 +7,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "collectives/host_memory_link.h"
+#include "collectives/links/host_memory_link.h"
 #include "transport/transport.h"
 
 namespace ringgrad::collectives {

@@ -7,8 +7,9 @@
 #include <memory>
 
 #include "collectives/algo.h"
-#include "collectives/algorithms.h"
-#include "collectives/communicator.h"
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/collective_error.h"
+#include "collectives/comm_options.h"
 #include "transport/transport.h"
 
 namespace ringgrad::collectives {

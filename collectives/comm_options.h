@@ -1,0 +1,48 @@
+// CommOptions: a Communicator's settings, each with the environment variable that sets it
+// (RINGGRAD_CHECK, RINGGRAD_ALGO, RINGGRAD_CHUNK_BYTES, RINGGRAD_BACKEND, RINGGRAD_SHM,
+// RINGGRAD_SHM_POLL_US, RINGGRAD_DEVICE_CHUNK_BYTES), as NCCL_* variables set NCCL's.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <optional>
+
+#include "collectives/algo.h"
+#include "collectives/cost_model.h"
+
+namespace ringgrad::collectives {
+
+struct CommOptions {
+  /// Before each collective, every rank sends a 240-byte descriptor of its call to every other (one extra
+  /// message latency) and all compare: RINGGRAD_CHECK=0 turns it off.
+  bool check_args = true;
+  /// Default algorithm for calls that pass Algo::kAuto: RINGGRAD_ALGO=ring|tree|hd|auto. A
+  /// collective that lacks the named algorithm falls back to auto.
+  Algo algo = Algo::kAuto;
+  /// Transfers travel in pieces of this many bytes (a multiple of 8, 4 KiB to 1 GiB):
+  /// RINGGRAD_CHUNK_BYTES.
+  std::size_t chunk_bytes = 128 << 10;
+  /// Constants for Algo::kAuto; see calibrate(). Device calls use the same model.
+  CostModel model{};
+  /// Who runs collectives on device buffers: RINGGRAD_BACKEND=ringgrad|nccl.
+  Backend backend = Backend::kRinggrad;
+  /// Piece size of device transfers (a multiple of 8, 4 KiB to 1 GiB): RINGGRAD_DEVICE_CHUNK_BYTES. Each
+  /// same-host peer gets an inbox of 4 pieces in device memory.
+  std::size_t device_chunk_bytes = 4 << 20;
+  /// Host-memory collectives between ranks that all share one host go through shared memory
+  /// (links/shm_peers.h) instead of loopback TCP: RINGGRAD_SHM=0 keeps TCP. Point-to-point
+  /// send/recv always use TCP.
+  bool shared_memory = true;
+  /// How long a rank that waits on a peer over shared memory polls before it sleeps:
+  /// RINGGRAD_SHM_POLL_US (microseconds, 0 to 1000000). Unset: shm_poll_default(), from the
+  /// ranks and CPUs.
+  std::optional<std::chrono::microseconds> shm_poll;
+
+  /// Defaults overridden by the environment variables above; throws std::invalid_argument
+  /// naming the variable and the accepted range.
+  static CommOptions from_env();
+  /// Throws std::invalid_argument when a chunk size is out of range or not a multiple of 8.
+  void validate() const;
+};
+
+}  // namespace ringgrad::collectives

@@ -1,0 +1,40 @@
+// Task: one call of a Communicator as its worker runs it. Built on the caller's thread from the
+// public arguments: NCCL's count convention applied, the algorithm resolved, and this rank's
+// validation error recorded (the argument check reports it on every rank; without the check it
+// is thrown at once). Internal to the Communicator.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/buffer.h"
+#include "collectives/communicator.h"
+
+namespace ringgrad::collectives {
+
+struct Task {
+  CollKind kind;
+  Algo algo = Algo::kAuto;  // resolved: never kAuto for a collective that has algorithms
+  CollArgs args{};
+  int device = kHost;  // where this rank's buffers are
+  int peer = -1;       // send/recv only
+  uint64_t tag = 0;    // send/recv: the caller's tag; collectives: set to the sequence number
+  uint64_t seq = 0;    // collectives: issue order, the same on every rank
+  std::string invalid;  // why this rank's arguments are unusable, or empty
+  std::shared_ptr<Work::State> state;
+};
+
+/// Whether `kind` is matched across all ranks (everything but send and recv).
+inline bool is_collective(CollKind kind) { return kind != CollKind::kSend && kind != CollKind::kRecv; }
+
+/// A collective's Task on `comm`; `algo` is resolved with comm.resolve on nccl-tests' size.
+Task collective_task(const Communicator& comm, CollKind kind, ConstBuffer send, Buffer recv, ReduceOp op, int root,
+                     Algo algo);
+
+/// A send's (data in `send`) or a recv's (into `recv`) Task with `peer` and the caller's `tag`.
+Task point_to_point_task(const Communicator& comm, CollKind kind, ConstBuffer send, Buffer recv, int peer, uint64_t tag);
+
+}  // namespace ringgrad::collectives
