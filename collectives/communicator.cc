@@ -1,9 +1,10 @@
 // Communicator: how one call travels, top to bottom in this file. A public call builds a Task
-// (task.cc: counts, algorithm, this rank's validation) and submits it: collectives get the next
-// sequence number, the same on every rank. A blocking call with nothing queued runs inline on
-// the caller's thread (no hand-off on the latency path); anything else joins the queue that one
-// worker thread runs in order. Running a task: the argument check (check.cc), the choice of
-// link (shared memory, TCP, or the device backend), then the algorithm (algorithms/dispatch.cc).
+// (task.cc: counts, size, this rank's validation) and submits it: the algorithm is chosen and
+// collectives get the next sequence number, the same on every rank. A blocking call with
+// nothing queued runs inline on the caller's thread (no hand-off on the latency path); anything
+// else joins the queue that one worker thread runs in order. Running a task: the argument check
+// (check.cc), the choice of link (shared memory, TCP, or the device backend), then the
+// algorithm (algorithms/dispatch.cc).
 #include "collectives/communicator.h"
 
 #include <fmt/format.h>
@@ -102,58 +103,59 @@ std::string Communicator::host_path() const {
 // --- The public calls: build a Task, submit it ----------------------------------------------
 
 Work Communicator::broadcast_async(ConstBuffer send, Buffer recv, int root, Algo algo) {
-  return submit(collective_task(*this, CollKind::kBroadcast, send, recv, ReduceOp::SUM, root, algo), false);
+  return submit(collective_task(CollKind::kBroadcast, send, recv, ReduceOp::SUM, root, algo, rank_, world_size_), false);
 }
 Work Communicator::reduce_async(ConstBuffer send, Buffer recv, ReduceOp op, int root, Algo algo) {
-  return submit(collective_task(*this, CollKind::kReduce, send, recv, op, root, algo), false);
+  return submit(collective_task(CollKind::kReduce, send, recv, op, root, algo, rank_, world_size_), false);
 }
 Work Communicator::all_reduce_async(ConstBuffer send, Buffer recv, ReduceOp op, Algo algo) {
-  return submit(collective_task(*this, CollKind::kAllReduce, send, recv, op, -1, algo), false);
+  return submit(collective_task(CollKind::kAllReduce, send, recv, op, -1, algo, rank_, world_size_), false);
 }
 Work Communicator::all_gather_async(ConstBuffer send, Buffer recv, Algo algo) {
-  return submit(collective_task(*this, CollKind::kAllGather, send, recv, ReduceOp::SUM, -1, algo), false);
+  return submit(collective_task(CollKind::kAllGather, send, recv, ReduceOp::SUM, -1, algo, rank_, world_size_), false);
 }
 Work Communicator::reduce_scatter_async(ConstBuffer send, Buffer recv, ReduceOp op, Algo algo) {
-  return submit(collective_task(*this, CollKind::kReduceScatter, send, recv, op, -1, algo), false);
+  return submit(collective_task(CollKind::kReduceScatter, send, recv, op, -1, algo, rank_, world_size_), false);
 }
 Work Communicator::barrier_async() {
-  return submit(collective_task(*this, CollKind::kBarrier, {}, {}, ReduceOp::SUM, -1, Algo::kAuto), false);
+  return submit(collective_task(CollKind::kBarrier, {}, {}, ReduceOp::SUM, -1, Algo::kAuto, rank_, world_size_), false);
 }
 Work Communicator::send_async(ConstBuffer data, int peer, uint64_t tag) {
-  return submit(point_to_point_task(*this, CollKind::kSend, data, kNoRecv, peer, tag), false);
+  return submit(point_to_point_task(CollKind::kSend, data, kNoRecv, peer, tag, rank_, world_size_), false);
 }
 Work Communicator::recv_async(Buffer data, int peer, uint64_t tag) {
-  return submit(point_to_point_task(*this, CollKind::kRecv, {}, data, peer, tag), false);
+  return submit(point_to_point_task(CollKind::kRecv, {}, data, peer, tag, rank_, world_size_), false);
 }
 
 void Communicator::broadcast(ConstBuffer send, Buffer recv, int root, Algo algo) {
-  submit(collective_task(*this, CollKind::kBroadcast, send, recv, ReduceOp::SUM, root, algo), true);
+  submit(collective_task(CollKind::kBroadcast, send, recv, ReduceOp::SUM, root, algo, rank_, world_size_), true);
 }
 void Communicator::reduce(ConstBuffer send, Buffer recv, ReduceOp op, int root, Algo algo) {
-  submit(collective_task(*this, CollKind::kReduce, send, recv, op, root, algo), true);
+  submit(collective_task(CollKind::kReduce, send, recv, op, root, algo, rank_, world_size_), true);
 }
 void Communicator::all_reduce(ConstBuffer send, Buffer recv, ReduceOp op, Algo algo) {
-  submit(collective_task(*this, CollKind::kAllReduce, send, recv, op, -1, algo), true);
+  submit(collective_task(CollKind::kAllReduce, send, recv, op, -1, algo, rank_, world_size_), true);
 }
 void Communicator::all_gather(ConstBuffer send, Buffer recv, Algo algo) {
-  submit(collective_task(*this, CollKind::kAllGather, send, recv, ReduceOp::SUM, -1, algo), true);
+  submit(collective_task(CollKind::kAllGather, send, recv, ReduceOp::SUM, -1, algo, rank_, world_size_), true);
 }
 void Communicator::reduce_scatter(ConstBuffer send, Buffer recv, ReduceOp op, Algo algo) {
-  submit(collective_task(*this, CollKind::kReduceScatter, send, recv, op, -1, algo), true);
+  submit(collective_task(CollKind::kReduceScatter, send, recv, op, -1, algo, rank_, world_size_), true);
 }
 void Communicator::barrier() {
-  submit(collective_task(*this, CollKind::kBarrier, {}, {}, ReduceOp::SUM, -1, Algo::kAuto), true);
+  submit(collective_task(CollKind::kBarrier, {}, {}, ReduceOp::SUM, -1, Algo::kAuto, rank_, world_size_), true);
 }
 void Communicator::send(ConstBuffer data, int peer, uint64_t tag) {
-  submit(point_to_point_task(*this, CollKind::kSend, data, kNoRecv, peer, tag), true);
+  submit(point_to_point_task(CollKind::kSend, data, kNoRecv, peer, tag, rank_, world_size_), true);
 }
 void Communicator::recv(Buffer data, int peer, uint64_t tag) {
-  submit(point_to_point_task(*this, CollKind::kRecv, {}, data, peer, tag), true);
+  submit(point_to_point_task(CollKind::kRecv, {}, data, peer, tag, rank_, world_size_), true);
 }
 
 // --- The queue -----------------------------------------------------------------------------
 
 Work Communicator::submit(Task task, bool blocking) {
+  if (task.invalid.empty()) task.algo = resolve(task.kind, task.algo, task.bytes);
   auto state = std::make_shared<Work::State>();
   task.state = state;
   std::unique_lock lock(mutex_);

@@ -22,26 +22,10 @@
 #include "collectives/collective_error.h"
 #include "collectives/comm_options.h"
 #include "collectives/dtype.h"
+#include "collectives/work.h"
 #include "transport/transport.h"
 
 namespace ringgrad::collectives {
-
-/// Handle of an asynchronous operation. The buffers must stay valid until wait() returns.
-class Work {
- public:
-  Work() = default;  // already complete
-  /// Blocks until the operation finished; rethrows its error (CollectiveError, TransportError).
-  void wait();
-  /// Whether it finished (successfully or not), without blocking.
-  bool completed() const;
-
-  struct State;
-
- private:
-  friend class Communicator;
-  explicit Work(std::shared_ptr<State> state) : state_(std::move(state)) {}
-  std::shared_ptr<State> state_;
-};
 
 class DeviceBackend;
 class Link;

@@ -1,5 +1,5 @@
 // Building a Task from a public call: which buffer gives count and dtype, where the buffers
-// live, which algorithm will run, and what is wrong with this rank's arguments, if anything.
+// live, the size that chooses the algorithm, and what is wrong with this rank's arguments.
 #include "collectives/task.h"
 
 #include <fmt/format.h>
@@ -9,27 +9,27 @@
 
 namespace ringgrad::collectives {
 
-Task collective_task(const Communicator& comm, CollKind kind, ConstBuffer send, Buffer recv, ReduceOp op, int root,
-                     Algo algo) {
+Task collective_task(CollKind kind, ConstBuffer send, Buffer recv, ReduceOp op, int root, Algo algo, int rank,
+                     int world_size) {
   Task t{};
   t.kind = kind;
-  const int p = comm.world_size();
+  const int p = world_size;
   const bool count_from_recv = kind == CollKind::kBroadcast || kind == CollKind::kReduceScatter;
   const std::size_t count = count_from_recv ? recv.count : send.count;
   const DType dtype = count_from_recv ? recv.dtype : send.dtype;
   t.args = CollArgs{static_cast<const std::byte*>(send.data), static_cast<std::byte*>(recv.data), count, dtype, op, root};
-  t.invalid = validate(kind, send, recv, root, comm.rank(), p);
-  t.device = call_device(kind, send, recv, root, comm.rank());
+  t.invalid = validate(kind, send, recv, root, rank, p);
+  t.device = call_device(kind, send, recv, root, rank);
   if (algo != Algo::kAuto && !has_algo(kind, algo) && kind != CollKind::kBarrier)
     t.invalid = fmt::format("{} has no '{}' algorithm (it has: ring{})", coll_name(kind), algo_name(algo),
                             kind == CollKind::kAllReduce ? ", tree, hd" : has_algo(kind, Algo::kTree) ? ", tree" : "");
   const bool per_rank = kind == CollKind::kAllGather || kind == CollKind::kReduceScatter;
-  const std::size_t n = count * dtype_size(dtype) * (per_rank ? static_cast<std::size_t>(p) : 1);
-  t.algo = t.invalid.empty() ? comm.resolve(kind, algo, n) : Algo::kAuto;
+  t.bytes = count * dtype_size(dtype) * (per_rank ? static_cast<std::size_t>(p) : 1);
+  t.algo = algo;
   return t;
 }
 
-Task point_to_point_task(const Communicator& comm, CollKind kind, ConstBuffer send, Buffer recv, int peer, uint64_t tag) {
+Task point_to_point_task(CollKind kind, ConstBuffer send, Buffer recv, int peer, uint64_t tag, int rank, int world_size) {
   Task t{};
   t.kind = kind;
   const bool is_send = kind == CollKind::kSend;
@@ -38,8 +38,8 @@ Task point_to_point_task(const Communicator& comm, CollKind kind, ConstBuffer se
   t.peer = peer;
   t.tag = tag & ~(uint64_t{3} << 62);  // the top two bits are the check's and send/recv's tag spaces
   t.device = is_send ? send.device : recv.device;
-  if (peer < 0 || peer >= comm.world_size() || peer == comm.rank())
-    t.invalid = fmt::format("peer {} is not another rank of this world of {}", peer, comm.world_size());
+  if (peer < 0 || peer >= world_size || peer == rank)
+    t.invalid = fmt::format("peer {} is not another rank of this world of {}", peer, world_size);
   else if (auto stride = is_send ? send.stride : recv.stride; stride != 1)
     t.invalid = fmt::format("buffer is not contiguous (stride {} elements); make a contiguous copy first", stride);
   else

@@ -1,23 +1,24 @@
 // Task: one call of a Communicator as its worker runs it. Built on the caller's thread from the
-// public arguments: NCCL's count convention applied, the algorithm resolved, and this rank's
-// validation error recorded (the argument check reports it on every rank; without the check it
-// is thrown at once). Internal to the Communicator.
+// public arguments: NCCL's count convention applied, the size the algorithm is chosen by, and
+// this rank's validation error recorded (the argument check reports it on every rank; without
+// the check it is thrown at once). Internal to the Communicator.
 #pragma once
 
 #include <cstdint>
-#include <functional>
+#include <cstddef>
 #include <memory>
 #include <string>
 
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/buffer.h"
-#include "collectives/communicator.h"
+#include "collectives/work.h"
 
 namespace ringgrad::collectives {
 
 struct Task {
   CollKind kind;
-  Algo algo = Algo::kAuto;  // resolved: never kAuto for a collective that has algorithms
+  Algo algo = Algo::kAuto;  // as asked; the Communicator resolves kAuto before it runs
+  std::size_t bytes = 0;    // nccl-tests' size: what the cost model chooses the algorithm by
   CollArgs args{};
   int device = kHost;  // where this rank's buffers are
   int peer = -1;       // send/recv only
@@ -30,11 +31,11 @@ struct Task {
 /// Whether `kind` is matched across all ranks (everything but send and recv).
 inline bool is_collective(CollKind kind) { return kind != CollKind::kSend && kind != CollKind::kRecv; }
 
-/// A collective's Task on `comm`; `algo` is resolved with comm.resolve on nccl-tests' size.
-Task collective_task(const Communicator& comm, CollKind kind, ConstBuffer send, Buffer recv, ReduceOp op, int root,
-                     Algo algo);
+/// A collective's Task on rank `rank` of `world_size`.
+Task collective_task(CollKind kind, ConstBuffer send, Buffer recv, ReduceOp op, int root, Algo algo, int rank,
+                     int world_size);
 
 /// A send's (data in `send`) or a recv's (into `recv`) Task with `peer` and the caller's `tag`.
-Task point_to_point_task(const Communicator& comm, CollKind kind, ConstBuffer send, Buffer recv, int peer, uint64_t tag);
+Task point_to_point_task(CollKind kind, ConstBuffer send, Buffer recv, int peer, uint64_t tag, int rank, int world_size);
 
 }  // namespace ringgrad::collectives

@@ -1,6 +1,6 @@
 // Shared memory between processes of one host: a POSIX shared-memory segment mapped into each,
 // and futex waits on a 32-bit word inside it. The pieces the collectives' shared-memory path
-// (collectives/shm_peers.h) is built from; NCCL's intra-node SHM transport and MPI's shared-
+// (collectives/links/shm_peers.h) is built from; NCCL's intra-node SHM transport and MPI's shared-
 // memory channels rest on the same two system facilities.
 #pragma once
 

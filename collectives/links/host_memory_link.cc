@@ -1,3 +1,5 @@
+// The memory half of the host Links: memcpy for local copies, the CPU loop for the AVG division,
+// and one growing temporary buffer per link.
 #include "collectives/links/host_memory_link.h"
 
 #include <cstring>

@@ -2,8 +2,9 @@
 // place that moves bytes: pieces between ranks, local copies, the AVG division and temporary
 // buffers. HostLink (host_link.h) does it for host memory over TCP, ShmLink (shm_link.h) for
 // host memory through shared memory when every rank is on one host, DeviceLink (device_link.h)
-// for device memory (the last two are PollingLinks, polling_link.h), so every algorithm runs unchanged on all three. Calls are per message or per
-// piece of chunk_bytes, never per byte: the virtual call costs nothing measurable.
+// for device memory (the last two share polling_link.h), so every algorithm runs unchanged on
+// all three. Calls are per message or per piece of chunk_bytes, never per byte: the virtual
+// call costs nothing measurable.
 #pragma once
 
 #include <cstddef>

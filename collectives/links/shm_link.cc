@@ -1,3 +1,5 @@
+// ShmLink: pieces through the peers' shared-memory inboxes, with a poll-then-sleep wait that checks
+// liveness and the timeout every few milliseconds (the protocol is in shm_link.h).
 #include "collectives/links/shm_link.h"
 
 #include <algorithm>

@@ -1,3 +1,6 @@
+// Setting up the shared-memory path: each rank creates its segment and names it in the store;
+// every rank maps every other's, and all agree (through the store) to use it or to keep TCP.
+// Also the abort that rings every doorbell.
 #include "collectives/links/shm_peers.h"
 
 #include <algorithm>

@@ -242,7 +242,7 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
   for (Child& c : children) {
     for (Stream& s : c.streams) drain(s, c.spec.rank);
     // A rank killed while it set up shared memory (between creating its segment and unlinking
-    // it, collectives/shm_peers.cc) leaves the segment in /dev/shm: remove it.
+    // it, collectives/links/shm_peers.cc) leaves the segment in /dev/shm: remove it.
     transport::remove_segments_of(c.pid);
   }
   ::close(signals);
