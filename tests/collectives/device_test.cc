@@ -32,10 +32,7 @@ using collectives::CollKind;
 using collectives::Communicator;
 using collectives::DType;
 using collectives::ReduceOp;
-using collectives::reference::expected_output;
-using collectives::reference::expected_reduction;
-using collectives::reference::first_difference;
-using collectives::reference::make_input;
+using namespace collectives::reference;  // inputs and serial results to compare with
 
 // GPUs a fresh process sees, asked in a child: CUDA must not be initialised in this process
 // before run_ranks forks (a forked child cannot use its parent's CUDA context).

@@ -17,9 +17,7 @@ using collectives::BFloat16;
 using collectives::DType;
 using collectives::ReduceOp;
 using collectives::Float16;
-using collectives::reference::expected_reduction;
-using collectives::reference::first_difference;
-using collectives::reference::make_input;
+using namespace collectives::reference;  // inputs and serial results to compare with
 
 TEST_CASE("float16 conversions match IEEE binary16 bit patterns", "[collectives]") {
   const std::pair<float, uint16_t> known[] = {

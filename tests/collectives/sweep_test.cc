@@ -21,10 +21,7 @@ using collectives::Communicator;
 using collectives::ConstBuffer;
 using collectives::DType;
 using collectives::ReduceOp;
-using collectives::reference::expected_output;
-using collectives::reference::expected_reduction;
-using collectives::reference::first_difference;
-using collectives::reference::make_input;
+using namespace collectives::reference;  // inputs and serial results to compare with
 
 constexpr std::size_t kCounts[] = {0, 1, 7, 1000003};
 constexpr std::byte kGarbage{0xAB};
