@@ -17,6 +17,9 @@ std::string_view coll_name(CollKind kind) {
     case CollKind::kBarrier: return "barrier";
     case CollKind::kSend: return "send";
     case CollKind::kRecv: return "recv";
+    case CollKind::kGather: return "gather";
+    case CollKind::kScatter: return "scatter";
+    case CollKind::kAllToAll: return "all_to_all";
   }
   return "?";
 }
@@ -27,15 +30,19 @@ std::string_view algo_name(Algo algo) {
     case Algo::kRing: return "ring";
     case Algo::kTree: return "tree";
     case Algo::kHalvingDoubling: return "hd";
+    case Algo::kLinear: return "linear";
+    case Algo::kPairwise: return "pairwise";
+    case Algo::kBruck: return "bruck";
   }
   return "?";
 }
 
 Algo parse_algo(std::string_view name) {
-  for (Algo a : {Algo::kAuto, Algo::kRing, Algo::kTree, Algo::kHalvingDoubling})
+  for (Algo a : kAllAlgos)
     if (name == algo_name(a)) return a;
   if (name == "halving_doubling") return Algo::kHalvingDoubling;
-  throw std::invalid_argument(fmt::format("unknown algorithm '{}': expected ring, tree, hd or auto", name));
+  throw std::invalid_argument(
+      fmt::format("unknown algorithm '{}': expected ring, tree, hd, linear, pairwise, bruck or auto", name));
 }
 
 std::string_view backend_name(Backend backend) { return backend == Backend::kNccl ? "nccl" : "ringgrad"; }
@@ -53,6 +60,9 @@ bool has_algo(CollKind kind, Algo algo) {
     case CollKind::kReduce: return algo == Algo::kRing || algo == Algo::kTree;
     case CollKind::kAllGather:
     case CollKind::kReduceScatter: return algo == Algo::kRing;
+    case CollKind::kGather:
+    case CollKind::kScatter: return algo == Algo::kLinear;
+    case CollKind::kAllToAll: return algo == Algo::kPairwise || algo == Algo::kBruck;
     default: return false;
   }
 }

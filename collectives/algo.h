@@ -8,15 +8,24 @@
 namespace ringgrad::collectives {
 
 /// The operations of a Communicator.
-enum class CollKind : uint8_t { kBroadcast, kReduce, kAllReduce, kAllGather, kReduceScatter, kBarrier, kSend, kRecv };
+enum class CollKind : uint8_t {
+  kBroadcast, kReduce, kAllReduce, kAllGather, kReduceScatter, kBarrier, kSend, kRecv,
+  kGather, kScatter, kAllToAll,
+};
 
 /// Algorithm of a collective. kAuto picks the cheapest under the CostModel. kRing for
-/// broadcast/reduce means the pipelined chain. Which collective has which: has_algo().
-enum class Algo : uint8_t { kAuto, kRing, kTree, kHalvingDoubling };
+/// broadcast/reduce means the pipelined chain; kLinear: the root talks to every rank directly;
+/// kPairwise and kBruck are all_to_all's. Which collective has which: has_algo().
+enum class Algo : uint8_t { kAuto, kRing, kTree, kHalvingDoubling, kLinear, kPairwise, kBruck };
 
-/// "broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "barrier", "send", "recv".
+/// "broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "barrier", "send", "recv",
+/// "gather", "scatter", "all_to_all".
 std::string_view coll_name(CollKind kind);
-/// "auto", "ring", "tree", "hd".
+/// Every algorithm, kAuto first.
+inline constexpr Algo kAllAlgos[] = {Algo::kAuto,   Algo::kRing,     Algo::kTree, Algo::kHalvingDoubling,
+                                     Algo::kLinear, Algo::kPairwise, Algo::kBruck};
+
+/// "auto", "ring", "tree", "hd", "linear", "pairwise", "bruck".
 std::string_view algo_name(Algo algo);
 /// Parses the names above (also "halving_doubling"); throws std::invalid_argument otherwise.
 Algo parse_algo(std::string_view name);
@@ -31,7 +40,8 @@ std::string_view backend_name(Backend backend);
 Backend parse_backend(std::string_view name);
 
 /// Whether `kind` has an implementation for `algo`: all_reduce ring/tree/hd; broadcast and
-/// reduce ring (chain)/tree; all_gather and reduce_scatter ring; barrier, send, recv none.
+/// reduce ring (chain)/tree; all_gather and reduce_scatter ring; gather and scatter linear;
+/// all_to_all pairwise/bruck; barrier, send, recv none.
 bool has_algo(CollKind kind, Algo algo);
 
 }  // namespace ringgrad::collectives

@@ -16,7 +16,17 @@ namespace {
 bool has_op(CollKind k) {
   return k == CollKind::kReduce || k == CollKind::kAllReduce || k == CollKind::kReduceScatter;
 }
-bool has_root(CollKind k) { return k == CollKind::kBroadcast || k == CollKind::kReduce; }
+bool has_root(CollKind k) {
+  return k == CollKind::kBroadcast || k == CollKind::kReduce || k == CollKind::kGather || k == CollKind::kScatter;
+}
+// Which buffers rank `rank` uses: the root alone sends in broadcast and scatter, and alone
+// receives in reduce and gather.
+bool uses_send(CollKind k, int rank, int root) {
+  return (k != CollKind::kBroadcast && k != CollKind::kScatter) || rank == root;
+}
+bool uses_recv(CollKind k, int rank, int root) {
+  return (k != CollKind::kReduce && k != CollKind::kGather) || rank == root;
+}
 
 std::string contiguous(const char* name, std::ptrdiff_t stride) {
   if (stride == 1) return {};
@@ -37,26 +47,24 @@ std::string overlap(const void* small, std::size_t small_bytes, const void* larg
 }  // namespace
 
 int call_device(CollKind kind, const ConstBuffer& send, const Buffer& recv, int root, int rank) {
-  const bool uses_recv = kind != CollKind::kReduce || rank == root;
-  return uses_recv ? recv.device : send.device;
+  return uses_recv(kind, rank, root) ? recv.device : send.device;
 }
 
 std::string validate(CollKind kind, const ConstBuffer& send, const Buffer& recv, int root, int rank, int p) {
   if (has_root(kind) && (root < 0 || root >= p))
     return fmt::format("root {} is not a rank of this world of {}", root, p);
-  const bool uses_send = kind != CollKind::kBroadcast || rank == root;
-  const bool uses_recv = kind != CollKind::kReduce || rank == root;
-  if (uses_send) {
+  const bool sends = uses_send(kind, rank, root), receives = uses_recv(kind, rank, root);
+  if (sends) {
     if (auto e = contiguous("send", send.stride); !e.empty()) return e;
     if (send.data == nullptr && send.count > 0) return "send buffer is null";
     if (auto e = check_memory("send", send.data, send.count, send.device); !e.empty()) return e;
   }
-  if (uses_recv) {
+  if (receives) {
     if (auto e = contiguous("recv", recv.stride); !e.empty()) return e;
     if (recv.data == nullptr && recv.count > 0) return "recv buffer is null";
     if (auto e = check_memory("recv", recv.data, recv.count, recv.device); !e.empty()) return e;
   }
-  if (!uses_send || !uses_recv) return {};
+  if (!sends || !receives) return {};
   if (send.device != recv.device)
     return fmt::format("send is in {} but recv is in {}: one call takes host buffers or buffers of one device",
                        memory_name(send.device), memory_name(recv.device));
@@ -65,15 +73,24 @@ std::string validate(CollKind kind, const ConstBuffer& send, const Buffer& recv,
   const std::size_t es = dtype_size(send.dtype), P = static_cast<std::size_t>(p), R = static_cast<std::size_t>(rank);
   switch (kind) {
     case CollKind::kAllGather:
+    case CollKind::kGather:
       if (recv.count != send.count * P)
-        return fmt::format("recv holds {} elements, all_gather needs send count {} x world size {} = {}",
-                           recv.count, send.count, p, send.count * P);
+        return fmt::format("recv holds {} elements, {} needs send count {} x world size {} = {}", recv.count,
+                           coll_name(kind), send.count, p, send.count * P);
       return overlap(send.data, send.count * es, recv.data, recv.count * es, R * send.count * es);
     case CollKind::kReduceScatter:
+    case CollKind::kScatter:
       if (send.count != recv.count * P)
-        return fmt::format("send holds {} elements, reduce_scatter needs recv count {} x world size {} = {}",
-                           send.count, recv.count, p, recv.count * P);
+        return fmt::format("send holds {} elements, {} needs recv count {} x world size {} = {}", send.count,
+                           coll_name(kind), recv.count, p, recv.count * P);
       return overlap(recv.data, recv.count * es, send.data, send.count * es, R * recv.count * es);
+    case CollKind::kAllToAll:
+      if (send.count % P != 0)
+        return fmt::format("send holds {} elements, not a multiple of the world size {} (all_to_all sends "
+                           "count / {} to each rank)", send.count, p, p);
+      if (send.count != recv.count)
+        return fmt::format("send holds {} elements but recv holds {}", send.count, recv.count);
+      return overlap(send.data, send.count * es, recv.data, recv.count * es, 0);
     default:
       if (send.count != recv.count)
         return fmt::format("send holds {} elements but recv holds {}", send.count, recv.count);

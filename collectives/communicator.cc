@@ -117,6 +117,15 @@ Work Communicator::all_gather_async(ConstBuffer send, Buffer recv, Algo algo) {
 Work Communicator::reduce_scatter_async(ConstBuffer send, Buffer recv, ReduceOp op, Algo algo) {
   return submit(collective_task(CollKind::kReduceScatter, send, recv, op, -1, algo, rank_, world_size_), false);
 }
+Work Communicator::gather_async(ConstBuffer send, Buffer recv, int root, Algo algo) {
+  return submit(collective_task(CollKind::kGather, send, recv, ReduceOp::SUM, root, algo, rank_, world_size_), false);
+}
+Work Communicator::scatter_async(ConstBuffer send, Buffer recv, int root, Algo algo) {
+  return submit(collective_task(CollKind::kScatter, send, recv, ReduceOp::SUM, root, algo, rank_, world_size_), false);
+}
+Work Communicator::all_to_all_async(ConstBuffer send, Buffer recv, Algo algo) {
+  return submit(collective_task(CollKind::kAllToAll, send, recv, ReduceOp::SUM, -1, algo, rank_, world_size_), false);
+}
 Work Communicator::barrier_async() {
   return submit(collective_task(CollKind::kBarrier, {}, {}, ReduceOp::SUM, -1, Algo::kAuto, rank_, world_size_), false);
 }
@@ -141,6 +150,15 @@ void Communicator::all_gather(ConstBuffer send, Buffer recv, Algo algo) {
 }
 void Communicator::reduce_scatter(ConstBuffer send, Buffer recv, ReduceOp op, Algo algo) {
   submit(collective_task(CollKind::kReduceScatter, send, recv, op, -1, algo, rank_, world_size_), true);
+}
+void Communicator::gather(ConstBuffer send, Buffer recv, int root, Algo algo) {
+  submit(collective_task(CollKind::kGather, send, recv, ReduceOp::SUM, root, algo, rank_, world_size_), true);
+}
+void Communicator::scatter(ConstBuffer send, Buffer recv, int root, Algo algo) {
+  submit(collective_task(CollKind::kScatter, send, recv, ReduceOp::SUM, root, algo, rank_, world_size_), true);
+}
+void Communicator::all_to_all(ConstBuffer send, Buffer recv, Algo algo) {
+  submit(collective_task(CollKind::kAllToAll, send, recv, ReduceOp::SUM, -1, algo, rank_, world_size_), true);
 }
 void Communicator::barrier() {
   submit(collective_task(CollKind::kBarrier, {}, {}, ReduceOp::SUM, -1, Algo::kAuto, rank_, world_size_), true);

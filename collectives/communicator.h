@@ -1,5 +1,6 @@
 // Communicator: a process group over the transport, with NCCL's collectives (broadcast, reduce,
-// all_reduce, all_gather, reduce_scatter), barrier and send/recv, blocking and asynchronous.
+// all_reduce, all_gather, reduce_scatter), MPI's gather, scatter and all_to_all, barrier and
+// send/recv, blocking and asynchronous.
 // Collectives issued in the same order on every rank are matched by sequence number and run,
 // in that order, on one worker thread per communicator, so they progress while the caller computes.
 // Buffers may be host memory (TCP) or CUDA device memory (CUDA IPC, host staging, or NCCL).
@@ -80,6 +81,16 @@ class Communicator {
   void all_gather(ConstBuffer send, Buffer recv, Algo algo = Algo::kAuto);
   /// recv (count) = block `rank` of op over ranks of send (count * p elements).
   void reduce_scatter(ConstBuffer send, Buffer recv, ReduceOp op, Algo algo = Algo::kAuto);
+  /// recv at root (count * p elements) = the concatenation of every rank's send (count), in
+  /// rank order (MPI_Gather); recv is ignored elsewhere. In place: send == recv + root*count.
+  void gather(ConstBuffer send, Buffer recv, int root, Algo algo = Algo::kAuto);
+  /// recv (count) = block `rank` of root's send (count * p elements) (MPI_Scatter); non-root
+  /// ranks may pass an empty send. In place: recv == send + root*count.
+  void scatter(ConstBuffer send, Buffer recv, int root, Algo algo = Algo::kAuto);
+  /// send and recv hold p blocks of count / p elements: block q of send goes to rank q, which
+  /// stores it as its block `rank` (MPI_Alltoall). send.count must be a multiple of p. In
+  /// place when send == recv.
+  void all_to_all(ConstBuffer send, Buffer recv, Algo algo = Algo::kAuto);
   /// Returns once every rank has entered it (dissemination barrier).
   void barrier();
   /// Point-to-point, matched with the peer's recv/send of the same size and tag in issue order.
@@ -92,6 +103,9 @@ class Communicator {
   Work all_reduce_async(ConstBuffer send, Buffer recv, ReduceOp op, Algo algo = Algo::kAuto);
   Work all_gather_async(ConstBuffer send, Buffer recv, Algo algo = Algo::kAuto);
   Work reduce_scatter_async(ConstBuffer send, Buffer recv, ReduceOp op, Algo algo = Algo::kAuto);
+  Work gather_async(ConstBuffer send, Buffer recv, int root, Algo algo = Algo::kAuto);
+  Work scatter_async(ConstBuffer send, Buffer recv, int root, Algo algo = Algo::kAuto);
+  Work all_to_all_async(ConstBuffer send, Buffer recv, Algo algo = Algo::kAuto);
   Work barrier_async();
   Work send_async(ConstBuffer data, int peer, uint64_t tag = 0);
   Work recv_async(Buffer data, int peer, uint64_t tag = 0);

@@ -42,6 +42,16 @@ double CostModel::predict(CollKind kind, Algo algo, std::size_t bytes, int p) co
     case CollKind::kReduceScatter:
       if (algo == Algo::kRing) return (P - 1) * a + (P - 1) / P * n * (b + g);
       break;
+    case CollKind::kGather:
+    case CollKind::kScatter:
+      if (algo == Algo::kLinear) return (P - 1) * a + (P - 1) / P * n * b;
+      break;
+    case CollKind::kAllToAll:
+      if (algo == Algo::kPairwise) return (P - 1) * a + (P - 1) / P * n * b;
+      // Each step sends at most half the blocks; the two rotations and each step's packing copy
+      // (2 + L) n bytes locally, a copy costing about half a reduction (gamma / 2 per byte).
+      if (algo == Algo::kBruck) return L * a + L * n / 2 * b + (2 + L) * n * g / 2;
+      break;
     default: break;
   }
   return std::numeric_limits<double>::infinity();
@@ -50,7 +60,7 @@ double CostModel::predict(CollKind kind, Algo algo, std::size_t bytes, int p) co
 Algo CostModel::choose(CollKind kind, std::size_t n, int p) const {
   Algo best = Algo::kRing;
   double best_t = std::numeric_limits<double>::infinity();
-  for (Algo a : {Algo::kRing, Algo::kTree, Algo::kHalvingDoubling}) {
+  for (Algo a : kAllAlgos) {
     if (!has_algo(kind, a)) continue;
     const double t = predict(kind, a, n, p);
     if (t < best_t) best = a, best_t = t;

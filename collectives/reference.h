@@ -69,14 +69,26 @@ inline std::vector<std::byte> expected_reduction(int p, std::size_t first, std::
 }
 
 /// What rank r holds after `kind` (not barrier, send or recv) on the inputs above, with
-/// NCCL's `count`: elements per rank for all_gather (the result holds count * p),
-/// elements of the result for reduce_scatter, the buffer length otherwise. reduce's result
-/// is what the root holds.
+/// NCCL's `count`: elements per rank for all_gather and gather (the result holds count * p),
+/// elements of the result for reduce_scatter and scatter, elements per peer for all_to_all
+/// (p blocks), the buffer length otherwise. reduce's and gather's result is what the root
+/// holds. Rank q's send buffer is make_input(q, ...) of the whole send length, except in
+/// all_gather and gather, where it is the block [q*count, (q+1)*count) of the inputs.
 inline std::vector<std::byte> expected_output(CollKind kind, int p, int r, std::size_t count, ReduceOp op, DType dtype,
                                               int root) {
   switch (kind) {
     case CollKind::kBroadcast: return make_input(root, count, op, dtype);
     case CollKind::kReduceScatter: return expected_reduction(p, static_cast<std::size_t>(r) * count, count, op, dtype);
+    case CollKind::kScatter: return make_input(root, count, op, dtype, static_cast<std::size_t>(r) * count);
+    case CollKind::kAllToAll: {
+      std::vector<std::byte> all;
+      for (int q = 0; q < p; ++q) {  // block q: what rank q sent to r, its block r
+        const auto part = make_input(q, count, op, dtype, static_cast<std::size_t>(r) * count);
+        all.insert(all.end(), part.begin(), part.end());
+      }
+      return all;
+    }
+    case CollKind::kGather:
     case CollKind::kAllGather: {
       std::vector<std::byte> all;
       for (int q = 0; q < p; ++q) {

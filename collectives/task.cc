@@ -2,7 +2,11 @@
 // live, the size that chooses the algorithm, and what is wrong with this rank's arguments.
 #include "collectives/task.h"
 
+#include <string_view>
+#include <vector>
+
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "collectives/check.h"
 #include "collectives/device_check.h"
@@ -14,17 +18,25 @@ Task collective_task(CollKind kind, ConstBuffer send, Buffer recv, ReduceOp op, 
   Task t{};
   t.kind = kind;
   const int p = world_size;
-  const bool count_from_recv = kind == CollKind::kBroadcast || kind == CollKind::kReduceScatter;
-  const std::size_t count = count_from_recv ? recv.count : send.count;
+  const std::size_t P = static_cast<std::size_t>(p);
+  // NCCL's count: the root's send is empty in broadcast and scatter, so theirs comes from recv.
+  const bool count_from_recv = kind == CollKind::kBroadcast || kind == CollKind::kReduceScatter || kind == CollKind::kScatter;
   const DType dtype = count_from_recv ? recv.dtype : send.dtype;
+  std::size_t count = count_from_recv ? recv.count : send.count;
+  if (kind == CollKind::kAllToAll) count /= P;  // elements per peer
   t.args = CollArgs{static_cast<const std::byte*>(send.data), static_cast<std::byte*>(recv.data), count, dtype, op, root};
   t.invalid = validate(kind, send, recv, root, rank, p);
   t.device = call_device(kind, send, recv, root, rank);
-  if (algo != Algo::kAuto && !has_algo(kind, algo) && kind != CollKind::kBarrier)
-    t.invalid = fmt::format("{} has no '{}' algorithm (it has: ring{})", coll_name(kind), algo_name(algo),
-                            kind == CollKind::kAllReduce ? ", tree, hd" : has_algo(kind, Algo::kTree) ? ", tree" : "");
-  const bool per_rank = kind == CollKind::kAllGather || kind == CollKind::kReduceScatter;
-  t.bytes = count * dtype_size(dtype) * (per_rank ? static_cast<std::size_t>(p) : 1);
+  if (algo != Algo::kAuto && !has_algo(kind, algo) && kind != CollKind::kBarrier) {
+    std::vector<std::string_view> has;
+    for (Algo a : kAllAlgos)
+      if (has_algo(kind, a)) has.push_back(algo_name(a));
+    t.invalid = fmt::format("{} has no '{}' algorithm (it has: {})", coll_name(kind), algo_name(algo), fmt::join(has, ", "));
+  }
+  // nccl-tests' size: the whole buffer, all p blocks where the count is per rank.
+  const bool per_rank = kind == CollKind::kAllGather || kind == CollKind::kReduceScatter || kind == CollKind::kGather ||
+                        kind == CollKind::kScatter || kind == CollKind::kAllToAll;
+  t.bytes = count * dtype_size(dtype) * (per_rank ? P : 1);
   t.algo = algo;
   return t;
 }

@@ -12,9 +12,10 @@
 namespace ringgrad::collectives {
 
 /// Arguments of one collective, already checked. `count` is, as in NCCL: the buffer length
-/// for all_reduce/broadcast/reduce, the per-rank send count for all_gather (recv holds
-/// count * p), the per-rank recv count for reduce_scatter (send holds count * p).
-/// send == recv (or NCCL's offset for all_gather/reduce_scatter) means in place.
+/// for all_reduce/broadcast/reduce, the per-rank send count for all_gather and gather (recv
+/// holds count * p), the per-rank recv count for reduce_scatter and scatter (send holds
+/// count * p), the elements per peer for all_to_all (both hold count * p). send == recv (or
+/// NCCL's offset for all_gather/reduce_scatter, MPI's for gather/scatter) means in place.
 struct CollArgs {
   const std::byte* send;
   std::byte* recv;
@@ -37,6 +38,12 @@ void tree_reduce(Link& link, const CollArgs& args);
 void tree_all_reduce(Link& link, const CollArgs& args);
 // halving_doubling.cc (Thakur, Rabenseifner & Gropp 2005)
 void halving_doubling_all_reduce(Link& link, const CollArgs& args);
+// gather_scatter.cc: the root exchanges with every rank directly
+void linear_gather(Link& link, const CollArgs& args);
+void linear_scatter(Link& link, const CollArgs& args);
+// all_to_all.cc: pairwise exchange, and Bruck et al. 1997 for small blocks
+void pairwise_all_to_all(Link& link, const CollArgs& args);
+void bruck_all_to_all(Link& link, const CollArgs& args);
 // barrier.cc (Hensgen, Finkel & Manber 1988)
 void dissemination_barrier(Link& link);
 

@@ -13,6 +13,9 @@ void run_collective(Link& link, CollKind kind, Algo algo, const CollArgs& a, int
       return ring_all_reduce(link, a);
     case CollKind::kAllGather: return ring_all_gather(link, a);
     case CollKind::kReduceScatter: return ring_reduce_scatter(link, a);
+    case CollKind::kGather: return linear_gather(link, a);
+    case CollKind::kScatter: return linear_scatter(link, a);
+    case CollKind::kAllToAll: return (algo == Algo::kBruck ? bruck_all_to_all : pairwise_all_to_all)(link, a);
     case CollKind::kBarrier: return dissemination_barrier(link);
     case CollKind::kSend: return link.send(peer, a.send, a.count * dtype_size(a.dtype));
     case CollKind::kRecv: return link.recv(peer, a.recv, a.count * dtype_size(a.dtype));

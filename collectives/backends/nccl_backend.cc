@@ -110,6 +110,37 @@ void NcclBackend::wait(std::string_view what, bool stream_too) {
   }
 }
 
+namespace {
+
+// NCCL has no gather, scatter or all-to-all: they are point-to-point transfers posted as one
+// group (ncclGroupStart/End), as nccl-tests builds them.
+ncclResult_t grouped_send_recv(ncclComm_t comm, cudaStream_t s, int rank, int world_size, CollKind kind,
+                               const CollArgs& a, ncclDataType_t t) {
+  const std::size_t block = a.count * dtype_size(a.dtype);
+  const bool root = rank == a.root;
+  if (kind == CollKind::kAllToAll && a.send == a.recv && block > 0)
+    throw CollectiveError(fmt::format("rank {}: all_to_all in place on backend nccl: grouped ncclSend/Recv would "
+                                      "overwrite blocks still to be sent; pass separate send and recv buffers", rank));
+  ncclResult_t e = ncclGroupStart();
+  for (int q = 0; q < world_size && e == ncclSuccess; ++q) {
+    const std::size_t at = static_cast<std::size_t>(q) * block;
+    if (kind == CollKind::kAllToAll) {
+      e = ncclSend(a.send + at, a.count, t, q, comm, s);
+      if (e == ncclSuccess) e = ncclRecv(a.recv + at, a.count, t, q, comm, s);
+    } else if (kind == CollKind::kGather) {
+      if (q == a.root) e = ncclSend(a.send, a.count, t, q, comm, s);
+      if (root && e == ncclSuccess) e = ncclRecv(a.recv + at, a.count, t, q, comm, s);
+    } else {  // scatter
+      if (root) e = ncclSend(a.send + at, a.count, t, q, comm, s);
+      if (q == a.root && e == ncclSuccess) e = ncclRecv(a.recv, a.count, t, q, comm, s);
+    }
+  }
+  const ncclResult_t end = ncclGroupEnd();
+  return e != ncclSuccess ? e : end;
+}
+
+}  // namespace
+
 void NcclBackend::run(CollKind kind, Algo, const CollArgs& a, int peer, uint64_t) {
   if (comm_ == nullptr)
     throw transport::TransportError(fmt::format("rank {}: the NCCL communicator was aborted by an earlier error", rank_));
@@ -127,6 +158,9 @@ void NcclBackend::run(CollKind kind, Algo, const CollArgs& a, int peer, uint64_t
     case CollKind::kReduceScatter: e = ncclReduceScatter(a.send, a.recv, n, t, op, comm_, s); break;
     case CollKind::kSend: e = ncclSend(a.send, n, t, peer, comm_, s); break;
     case CollKind::kRecv: e = ncclRecv(a.recv, n, t, peer, comm_, s); break;
+    case CollKind::kGather:
+    case CollKind::kScatter:
+    case CollKind::kAllToAll: e = grouped_send_recv(comm_, s, rank_, world_size_, kind, a, t); break;
     case CollKind::kBarrier: break;  // never here: barriers have no buffers
   }
   const std::string what = fmt::format("{} of {} elements", coll_name(kind), n);

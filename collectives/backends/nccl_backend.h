@@ -29,7 +29,8 @@ class NcclBackend final : public DeviceBackend {
   NcclBackend(const NcclBackend&) = delete;
   NcclBackend& operator=(const NcclBackend&) = delete;
 
-  /// ncclBroadcast/Reduce/AllReduce/AllGather/ReduceScatter/Send/Recv; `algo` and `tag` are
+  /// ncclBroadcast/Reduce/AllReduce/AllGather/ReduceScatter/Send/Recv (gather, scatter and
+  /// all_to_all as grouped ncclSend/Recv); `algo` and `tag` are
   /// ignored (NCCL picks its own algorithm; its calls match in issue order). AVG is NCCL's sum
   /// followed by ringgrad's division kernel, so results are bit for bit the ringgrad backend's.
   /// Throws TransportError after ncclCommAbort when NCCL fails or does not finish in time.

@@ -87,6 +87,12 @@ TEST_CASE("disagreeing ranks get the same named error on every rank", "[collecti
                  {"invalid arguments on rank 0", "recv holds 11 elements, all_gather needs send count 4 x world size 3 = 12"});
     expect_error("missing algorithm", [&] { comm.all_gather(Buffer{f.data(), 4, DType::kFloat32}, Buffer{d.data(), 12, DType::kFloat32}, Algo::kTree); },
                  {"all_gather has no 'tree' algorithm (it has: ring)"});
+    expect_error("all_to_all count", [&] { comm.all_to_all(Buffer{f.data(), 10, DType::kFloat32}, Buffer{d.data(), 10, DType::kFloat32}); },
+                 {"all_to_all #10", "invalid arguments on rank 0", "send holds 10 elements, not a multiple of the world size 3"});
+    expect_error("gather at the root", [&] { comm.gather(Buffer{f.data(), 4, DType::kFloat32}, Buffer{d.data(), r == 2 ? 11u : 0u, DType::kFloat32}, 2); },
+                 {"invalid arguments on rank 2", "recv holds 11 elements, gather needs send count 4 x world size 3 = 12"});
+    expect_error("scatter algorithm", [&] { comm.scatter(Buffer{f.data(), 12, DType::kFloat32}, Buffer{d.data(), 4, DType::kFloat32}, 0, Algo::kRing); },
+                 {"scatter has no 'ring' algorithm (it has: linear)"});
     // Nothing moved: the communicator still works, and sequence numbers still agree.
     std::vector<float> x(7, static_cast<float>(r + 1));
     comm.all_reduce(Buffer{x.data(), 7, DType::kFloat32}, Buffer{x.data(), 7, DType::kFloat32}, ReduceOp::SUM);

@@ -31,7 +31,8 @@ struct Case {
   Algo algo;
   DType dtype;
   ReduceOp op;
-  std::size_t count;  // NCCL's count: per rank for all_gather (send) and reduce_scatter (recv)
+  std::size_t count;  // NCCL's count: per rank for all_gather, gather (send), reduce_scatter, scatter
+                      // (recv) and all_to_all (per peer)
   bool in_place;
   int root;
   std::string name() const {
@@ -91,6 +92,32 @@ void run_case(Communicator& comm, const Case& c) {
       expect_equal(c, c.in_place ? in : out, expected_reduction(p, mine, n, c.op, c.dtype), r, c.in_place ? mine * es : 0);
       break;
     }
+    case CollKind::kGather: {
+      const std::size_t mine = static_cast<std::size_t>(r) * n;
+      std::vector<std::byte> in = make_input(r, n, c.op, c.dtype, mine), out(n * static_cast<std::size_t>(p) * es, kGarbage);
+      if (c.in_place && r == c.root) std::copy(in.begin(), in.end(), out.begin() + static_cast<long>(mine * es));
+      comm.gather(c.in_place && r == c.root ? buf(out, mine, n) : buf(in, 0, n), buf(out, 0, n * static_cast<std::size_t>(p)),
+                  c.root, c.algo);
+      if (r == c.root) expect_equal(c, out, expected_output(c.kind, p, r, n, c.op, c.dtype, c.root), r);
+      break;
+    }
+    case CollKind::kScatter: {
+      const std::size_t total = n * static_cast<std::size_t>(p), mine = static_cast<std::size_t>(r) * n;
+      std::vector<std::byte> in = r == c.root ? make_input(r, total, c.op, c.dtype) : std::vector<std::byte>{},
+                             out(n * es, kGarbage);
+      const bool in_place = c.in_place && r == c.root;
+      comm.scatter(ConstBuffer{in.data(), in.size() / es, c.dtype}, in_place ? buf(in, mine, n) : buf(out, 0, n), c.root,
+                   c.algo);
+      expect_equal(c, in_place ? in : out, expected_output(c.kind, p, r, n, c.op, c.dtype, c.root), r, in_place ? mine * es : 0);
+      break;
+    }
+    case CollKind::kAllToAll: {
+      const std::size_t total = n * static_cast<std::size_t>(p);
+      std::vector<std::byte> in = make_input(r, total, c.op, c.dtype), out(total * es, kGarbage);
+      comm.all_to_all(buf(in, 0, total), c.in_place ? buf(in, 0, total) : buf(out, 0, total), c.algo);
+      expect_equal(c, c.in_place ? in : out, expected_output(c.kind, p, r, n, c.op, c.dtype, c.root), r);
+      break;
+    }
     default: break;
   }
 }
@@ -102,17 +129,17 @@ void sweep(CollKind kind, int p, bool shared_memory) {
     collectives::CommOptions comm_options;
     comm_options.shared_memory = shared_memory;
     Communicator comm(config, comm_options);
-    const bool reduces = kind != CollKind::kBroadcast && kind != CollKind::kAllGather;
-    const bool per_rank = kind == CollKind::kAllGather || kind == CollKind::kReduceScatter;
+    const bool reduces = kind == CollKind::kAllReduce || kind == CollKind::kReduce || kind == CollKind::kReduceScatter;
+    const bool per_rank = kind != CollKind::kAllReduce && kind != CollKind::kReduce && kind != CollKind::kBroadcast;
     int index = 0;
-    for (Algo algo : {Algo::kRing, Algo::kTree, Algo::kHalvingDoubling}) {
+    for (Algo algo : collectives::kAllAlgos) {
       if (!collectives::has_algo(kind, algo)) continue;
       for (DType dtype : collectives::kAllDTypes)
         for (ReduceOp op : collectives::kAllReduceOps) {
           if (!reduces && op != ReduceOp::SUM) continue;
           for (std::size_t count : kCounts)
             for (bool in_place : {false, true}) {
-              // The large case keeps all_gather/reduce_scatter's whole buffer near 1000003 elements.
+              // The large case keeps a per-rank count's whole buffer near 1000003 elements.
               const std::size_t n = per_rank && count > 7 ? count / static_cast<std::size_t>(p) : count;
               run_case(comm, Case{kind, algo, dtype, op, n, in_place, index++ % p});
             }
@@ -144,5 +171,8 @@ RINGGRAD_SWEEP(reduce, CollKind::kReduce)
 RINGGRAD_SWEEP(broadcast, CollKind::kBroadcast)
 RINGGRAD_SWEEP(all_gather, CollKind::kAllGather)
 RINGGRAD_SWEEP(reduce_scatter, CollKind::kReduceScatter)
+RINGGRAD_SWEEP(gather, CollKind::kGather)
+RINGGRAD_SWEEP(scatter, CollKind::kScatter)
+RINGGRAD_SWEEP(all_to_all, CollKind::kAllToAll)
 
 }  // namespace ringgrad::test
