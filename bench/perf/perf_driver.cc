@@ -57,23 +57,28 @@ std::vector<std::string> split(const std::string& s) {
 }
 
 bool reduces(CollKind k) { return k == CollKind::kAllReduce || k == CollKind::kReduce || k == CollKind::kReduceScatter; }
-bool rooted(CollKind k) { return k == CollKind::kBroadcast || k == CollKind::kReduce; }
+bool rooted(CollKind k) {
+  return k == CollKind::kBroadcast || k == CollKind::kReduce || k == CollKind::kGather || k == CollKind::kScatter;
+}
+// Each rank sends one block and receives p (all_gather, gather), or the reverse.
+bool gathers(CollKind k) { return k == CollKind::kAllGather || k == CollKind::kGather; }
+bool scatters(CollKind k) { return k == CollKind::kReduceScatter || k == CollKind::kScatter; }
 
 // nccl-tests' busbw factors (PERFORMANCE.md): what a link must carry relative to algbw.
 double bus_factor(CollKind k, int p) {
   if (k == CollKind::kAllReduce) return 2.0 * (p - 1) / p;
-  if (k == CollKind::kAllGather || k == CollKind::kReduceScatter) return static_cast<double>(p - 1) / p;
+  if (gathers(k) || scatters(k) || k == CollKind::kAllToAll) return static_cast<double>(p - 1) / p;
   return 1.0;
 }
 
-// Where the input and output of a row live: per-rank blocks for all_gather/reduce_scatter.
+// Where the input and output of a row live: per-rank blocks for the gathers and scatters.
 struct Layout {
   std::size_t send_count, recv_count, inplace_send_offset, inplace_recv_offset;
 };
 Layout layout(CollKind k, std::size_t n, int p, int r) {
   const std::size_t c = n / static_cast<std::size_t>(p), off = static_cast<std::size_t>(r) * c;
-  if (k == CollKind::kAllGather) return {c, n, off, 0};
-  if (k == CollKind::kReduceScatter) return {n, c, 0, off};
+  if (gathers(k)) return {c, n, off, 0};
+  if (scatters(k)) return {n, c, 0, off};
   return {n, n, 0, 0};
 }
 
@@ -91,6 +96,9 @@ std::vector<Contender> ringgrad_contenders(Communicator& comm, CollKind kind, co
         case CollKind::kReduce: return [&comm, send, recv, s, algo] { comm.reduce(send, recv, s.op, s.root, algo); };
         case CollKind::kBroadcast: return [&comm, send, recv, s, algo] { comm.broadcast(send, recv, s.root, algo); };
         case CollKind::kAllGather: return [&comm, send, recv, algo] { comm.all_gather(send, recv, algo); };
+        case CollKind::kGather: return [&comm, send, recv, s, algo] { comm.gather(send, recv, s.root, algo); };
+        case CollKind::kScatter: return [&comm, send, recv, s, algo] { comm.scatter(send, recv, s.root, algo); };
+        case CollKind::kAllToAll: return [&comm, send, recv, algo] { comm.all_to_all(send, recv, algo); };
         default: return [&comm, send, recv, s, algo] { comm.reduce_scatter(send, recv, s.op, algo); };
       }
     }, true});
@@ -107,7 +115,9 @@ std::vector<Contender> nccl_contenders(Communicator& comm, CollKind kind, int de
                                                            std::chrono::seconds(60), "bench/nccl");
     return {{"nccl", [&comm, kind, nccl](const OpSetup& s) -> std::function<void()> {
                const Layout l = layout(kind, s.count, comm.world_size(), comm.rank());
-               const std::size_t count = kind == CollKind::kAllGather ? l.send_count : l.recv_count;
+               const std::size_t count = gathers(kind) ? l.send_count : kind == CollKind::kAllToAll
+                                                                             ? l.recv_count / static_cast<std::size_t>(comm.world_size())
+                                                                             : l.recv_count;
                const collectives::CollArgs args{static_cast<const std::byte*>(s.send), static_cast<std::byte*>(s.recv),
                                                 count, s.dtype, s.op, s.root};
                return [nccl, kind, args] { nccl->run(kind, Algo::kAuto, args, -1, 0); };
@@ -126,7 +136,7 @@ std::vector<Contender> nccl_contenders(Communicator& comm, CollKind kind, int de
 
 // The expected output of rank r (collectives/reference.h) for n elements, nccl-tests' size.
 std::vector<std::byte> expected_output(CollKind k, int p, int r, std::size_t n, ReduceOp op, DType dt, int root) {
-  const bool per_rank = k == CollKind::kAllGather || k == CollKind::kReduceScatter;
+  const bool per_rank = gathers(k) || scatters(k) || k == CollKind::kAllToAll;
   return reference::expected_output(k, p, r, per_rank ? n / static_cast<std::size_t>(p) : n, op, dt, root);
 }
 
@@ -175,7 +185,7 @@ int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contend
       for (ReduceOp op : ops) {
         const std::size_t es = collectives::dtype_size(dt);
         std::size_t n = size / es;
-        if (kind == CollKind::kAllGather || kind == CollKind::kReduceScatter) n -= n % static_cast<std::size_t>(p);
+        if (gathers(kind) || scatters(kind) || kind == CollKind::kAllToAll) n -= n % static_cast<std::size_t>(p);
         const Layout l = layout(kind, n, p, r);
         std::vector<std::vector<Measure>> m(contenders.size(), std::vector<Measure>(2));
         for (int rep = 0; rep < o.repeat; ++rep)
@@ -183,8 +193,7 @@ int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contend
             for (int place = 0; place < 2; ++place) {
               const bool in_place = place == 1;
               if (!in_place && !contenders[ci].out_of_place) continue;
-              std::vector<std::byte> input = reference::make_input(r, l.send_count, op, dt, kind == CollKind::kAllGather ? l.inplace_send_offset : 0);
-              if (kind == CollKind::kBroadcast) input = reference::make_input(r == o.root ? o.root : r, l.send_count, op, dt);
+              std::vector<std::byte> input = reference::make_input(r, l.send_count, op, dt, gathers(kind) ? l.inplace_send_offset : 0);
               std::vector<std::byte> send, recv(std::max(l.recv_count, l.send_count) * es, std::byte{0});
               std::byte* send_ptr;
               std::byte* recv_ptr;
@@ -192,7 +201,7 @@ int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contend
                 send = input;
                 send_ptr = send.data();
                 recv_ptr = recv.data();
-              } else if (kind == CollKind::kAllGather) {
+              } else if (gathers(kind)) {
                 std::copy(input.begin(), input.end(), recv.begin() + static_cast<long>(l.inplace_send_offset * es));
                 recv_ptr = recv.data();
                 send_ptr = recv_ptr + l.inplace_send_offset * es;
@@ -212,7 +221,7 @@ int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contend
               if (o.check && rep == 0) {
                 call();
                 recv_dev.to_host();
-                const bool has_output = !(kind == CollKind::kReduce && r != o.root);
+                const bool has_output = !((kind == CollKind::kReduce || kind == CollKind::kGather) && r != o.root);
                 if (has_output) {
                   const auto want = expected_output(kind, p, r, n, op, dt, o.root);
                   const std::size_t cnt = want.size() / es;
