@@ -1,5 +1,9 @@
+// The optimizers' steps, each a loop over parameters that hands flat arrays to the per-element
+// updates of optim_kernels.h (or their CUDA twins), and clip_grad_norm_ made of its two
+// pieces: the squared norm of all gradients and one scaling of them.
 #include "nn/optim.h"
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <type_traits>
@@ -118,18 +122,26 @@ void Adam::step() {
   }
 }
 
-double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
+double grad_norm_squared(const std::vector<Tensor>& params) {
   double total_sq = 0;
-  Tensor gpu_total_sq;  // sum of squares of the GPU gradients, read back once
+  // Sums of squares of the GPU gradients, added up on the GPU and read back once at the end:
+  // one running sum per device and dtype (one in all, for a model on one GPU).
+  std::vector<Tensor> gpu_sums;
   for (const Tensor& p : params) {
     const Tensor g = p.grad();
     if (!g.defined()) continue;
     if (g.is_cuda()) {
       const Tensor sq = kernels::sum(kernels::mul(g, g));
-      gpu_total_sq = gpu_total_sq.defined() ? kernels::add(gpu_total_sq, sq) : sq;
+      auto same = std::find_if(gpu_sums.begin(), gpu_sums.end(),
+                               [&](const Tensor& s) { return s.device() == sq.device() && s.dtype() == sq.dtype(); });
+      if (same == gpu_sums.end()) {
+        gpu_sums.push_back(sq);
+      } else {
+        *same = kernels::add(*same, sq);
+      }
       continue;
     }
-    dispatch_floating(g.dtype(), "clip_grad_norm_", [&]<typename T>() {
+    dispatch_floating(g.dtype(), "grad_norm_squared", [&]<typename T>() {
       // 8 partial sums: one chain of dependent adds would neither pipeline nor vectorise.
       const T* d = g.data<T>();
       const std::int64_t n = g.numel();
@@ -142,14 +154,22 @@ double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
       for (double s : lane) total_sq += s;
     });
   }
-  if (gpu_total_sq.defined()) total_sq += gpu_total_sq.item<double>();
-  const double total = std::sqrt(total_sq);
-  const double scale = max_norm / (total + 1e-6);  // the 1e-6 is PyTorch's
-  if (scale < 1) {
-    for (const Tensor& p : params) {
-      if (p.grad().defined()) kernels::mul_(p.grad(), scale);
-    }
+  for (const Tensor& sum : gpu_sums) total_sq += sum.item<double>();
+  return total_sq;
+}
+
+void scale_grads_(const std::vector<Tensor>& params, double factor) {
+  if (factor == 1) return;
+  for (const Tensor& p : params) {
+    if (p.grad().defined()) kernels::mul_(p.grad(), factor);
   }
+}
+
+double clip_coefficient(double total_norm, double max_norm) { return std::min(1.0, max_norm / (total_norm + 1e-6)); }
+
+double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm) {
+  const double total = std::sqrt(grad_norm_squared(params));
+  scale_grads_(params, clip_coefficient(total, max_norm));
   return total;
 }
 

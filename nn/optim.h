@@ -94,8 +94,18 @@ class AdamW : public Adam {
   AdamW(std::vector<ParamGroup> groups, AdamOptions options) : Adam(std::move(groups), options, true) {}
 };
 
-/// Scales every gradient by min(1, max_norm / total) where total is the L2 norm of all
-/// gradients together (torch.nn.utils.clip_grad_norm_). Returns total, before clipping.
+/// The square of the L2 norm of all gradients of `params` together, in double; parameters
+/// without a gradient count 0. GPU gradients are summed on their device and read back once
+/// (once per device and dtype where they differ).
+double grad_norm_squared(const std::vector<Tensor>& params);
+/// Multiplies every gradient of `params` by `factor` in place (nothing to do when it is 1).
+void scale_grads_(const std::vector<Tensor>& params, double factor);
+/// The factor clipping scales gradients of L2 norm `total_norm` by: min(1, max_norm /
+/// (total_norm + 1e-6)), as torch.nn.utils.clip_grad_norm_ (the 1e-6 is PyTorch's).
+double clip_coefficient(double total_norm, double max_norm);
+/// Scales every gradient by clip_coefficient(total, max_norm) where total is the L2 norm of all
+/// gradients together (torch.nn.utils.clip_grad_norm_). Returns total, before clipping. Data
+/// parallelism uses the same pieces, with the norm summed over the ranks where they hold shards.
 double clip_grad_norm_(const std::vector<Tensor>& params, double max_norm);
 
 }  // namespace ringgrad::nn

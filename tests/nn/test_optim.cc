@@ -1,4 +1,5 @@
-// Optimizer updates against the formulas worked by hand, and an MLP that learns XOR.
+// Optimizer updates against the formulas worked by hand, clipping and its pieces, and an MLP
+// that learns XOR.
 #include <catch2/catch.hpp>
 
 #include <cmath>
@@ -56,6 +57,18 @@ TEST_CASE("clip_grad_norm_ scales all gradients by one factor") {
   REQUIRE(b.grad().item<double>() == Approx(0.8).epsilon(1e-5));
   REQUIRE(clip_grad_norm_({a, b}, 10.0) == Approx(1.0).epsilon(1e-5));  // below the limit: unchanged
   REQUIRE(a.grad().item<double>() == Approx(0.6).epsilon(1e-5));
+}
+
+TEST_CASE("clipping's pieces: the squared norm, the coefficient, the scaling") {
+  Tensor a = param(0, 3.0), b = param(0, 4.0);
+  Tensor none = Tensor::zeros({1}, DType::Float64);  // no gradient: counts 0
+  REQUIRE(grad_norm_squared({a, b, none}) == 25.0);
+  REQUIRE(clip_coefficient(5.0, 1.0) == 1.0 / (5.0 + 1e-6));
+  REQUIRE(clip_coefficient(1.0, 10.0) == 1.0);  // under the limit: unchanged
+  scale_grads_({a, b, none}, 0.5);
+  REQUIRE(a.grad().item<double>() == 1.5);
+  REQUIRE(b.grad().item<double>() == 2.0);
+  REQUIRE_FALSE(none.grad().defined());
 }
 
 TEST_CASE("a small MLP learns XOR exactly") {
