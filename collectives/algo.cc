@@ -20,6 +20,7 @@ std::string_view coll_name(CollKind kind) {
     case CollKind::kGather: return "gather";
     case CollKind::kScatter: return "scatter";
     case CollKind::kAllToAll: return "all_to_all";
+    case CollKind::kBatchSendRecv: return "batch_send_recv";
   }
   return "?";
 }

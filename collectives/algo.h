@@ -10,7 +10,7 @@ namespace ringgrad::collectives {
 /// The operations of a Communicator.
 enum class CollKind : uint8_t {
   kBroadcast, kReduce, kAllReduce, kAllGather, kReduceScatter, kBarrier, kSend, kRecv,
-  kGather, kScatter, kAllToAll,
+  kGather, kScatter, kAllToAll, kBatchSendRecv,
 };
 
 /// Algorithm of a collective. kAuto picks the cheapest under the CostModel. kRing for
@@ -19,7 +19,7 @@ enum class CollKind : uint8_t {
 enum class Algo : uint8_t { kAuto, kRing, kTree, kHalvingDoubling, kLinear, kPairwise, kBruck };
 
 /// "broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "barrier", "send", "recv",
-/// "gather", "scatter", "all_to_all".
+/// "gather", "scatter", "all_to_all", "batch_send_recv".
 std::string_view coll_name(CollKind kind);
 /// Every algorithm, kAuto first.
 inline constexpr Algo kAllAlgos[] = {Algo::kAuto,   Algo::kRing,     Algo::kTree, Algo::kHalvingDoubling,

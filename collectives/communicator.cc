@@ -136,6 +136,10 @@ Work Communicator::recv_async(Buffer data, int peer, uint64_t tag) {
   return submit(point_to_point_task(CollKind::kRecv, {}, data, peer, tag, rank_, world_size_), false);
 }
 
+Work Communicator::batch_isend_irecv(std::vector<P2POp> ops, uint64_t tag) {
+  return submit(batch_task(std::move(ops), tag, rank_, world_size_), false);
+}
+
 void Communicator::broadcast(ConstBuffer send, Buffer recv, int root, Algo algo) {
   submit(collective_task(CollKind::kBroadcast, send, recv, ReduceOp::SUM, root, algo, rank_, world_size_), true);
 }
@@ -168,6 +172,9 @@ void Communicator::send(ConstBuffer data, int peer, uint64_t tag) {
 }
 void Communicator::recv(Buffer data, int peer, uint64_t tag) {
   submit(point_to_point_task(CollKind::kRecv, {}, data, peer, tag, rank_, world_size_), true);
+}
+void Communicator::batch_send_recv(std::vector<P2POp> ops, uint64_t tag) {
+  submit(batch_task(std::move(ops), tag, rank_, world_size_), true);
 }
 
 // --- The queue -----------------------------------------------------------------------------
@@ -241,10 +248,13 @@ void Communicator::execute(Task& task) {
       const uint64_t tag = is_collective(task.kind) ? task.seq : kP2PTagBit | task.tag;
       if (task.device == kHost) {
         if (is_collective(task.kind) && world_size_ > 1) choose_host_path();
-        run_collective(*host_link(tag, is_collective(task.kind)), task.kind, task.algo, task.args, task.peer);
+        const std::unique_ptr<Link> link = host_link(tag, is_collective(task.kind));
+        if (task.kind == CollKind::kBatchSendRecv) irecv_isend_waitall(*link, task.ops);
+        else run_collective(*link, task.kind, task.algo, task.args, task.peer);
       } else {
         if (!device_) device_ = make_device_backend(*transport_, options_, task.device);
-        device_->run(task.kind, task.algo, task.args, task.peer, tag);
+        if (task.kind == CollKind::kBatchSendRecv) device_->run_batch(task.ops, tag);
+        else device_->run(task.kind, task.algo, task.args, task.peer, tag);
       }
     } catch (const CollectiveError&) {
       error = std::current_exception();  // found before any data moved: still usable

@@ -23,6 +23,7 @@
 #include "collectives/collective_error.h"
 #include "collectives/comm_options.h"
 #include "collectives/dtype.h"
+#include "collectives/p2p_op.h"
 #include "collectives/work.h"
 #include "transport/transport.h"
 
@@ -96,6 +97,12 @@ class Communicator {
   /// Point-to-point, matched with the peer's recv/send of the same size and tag in issue order.
   void send(ConstBuffer data, int peer, uint64_t tag = 0);
   void recv(Buffer data, int peer, uint64_t tag = 0);
+  /// Runs every send and receive of `ops` as one operation: all receives are posted, then all
+  /// sends, then all are waited for, so ranks exchanging in both directions at once (a ring,
+  /// a pipeline) cannot deadlock (torch's batch_isend_irecv, MPI_Waitall). Each op matches
+  /// the peer's op of the same `tag` in issue order. Host buffers travel over TCP; device
+  /// buffers through the device backend (NCCL: one ncclGroupStart/End).
+  void batch_send_recv(std::vector<P2POp> ops, uint64_t tag = 0);
 
   // Asynchronous forms: queued and run in issue order on the worker thread.
   Work broadcast_async(ConstBuffer send, Buffer recv, int root, Algo algo = Algo::kAuto);
@@ -109,6 +116,7 @@ class Communicator {
   Work barrier_async();
   Work send_async(ConstBuffer data, int peer, uint64_t tag = 0);
   Work recv_async(Buffer data, int peer, uint64_t tag = 0);
+  Work batch_isend_irecv(std::vector<P2POp> ops, uint64_t tag = 0);
 
  private:
   Work submit(Task task, bool blocking);

@@ -41,22 +41,49 @@ Task collective_task(CollKind kind, ConstBuffer send, Buffer recv, ReduceOp op, 
   return t;
 }
 
+namespace {
+
+// The top two tag bits are the check's and send/recv's tag spaces (communicator.cc).
+uint64_t user_tag(uint64_t tag) { return tag & ~(uint64_t{3} << 62); }
+
+// Why `op` cannot run on rank `rank` of a world of `world_size`, or empty.
+std::string check_op(const P2POp& op, int rank, int world_size) {
+  if (op.peer < 0 || op.peer >= world_size || op.peer == rank)
+    return fmt::format("peer {} is not another rank of this world of {}", op.peer, world_size);
+  if (op.buffer.stride != 1)
+    return fmt::format("buffer is not contiguous (stride {} elements); make a contiguous copy first", op.buffer.stride);
+  return check_memory(op.is_send ? "send" : "recv", op.buffer.data, op.buffer.count, op.buffer.device);
+}
+
+}  // namespace
+
 Task point_to_point_task(CollKind kind, ConstBuffer send, Buffer recv, int peer, uint64_t tag, int rank, int world_size) {
+  const P2POp op = kind == CollKind::kSend ? P2POp::send(send, peer) : P2POp::recv(recv, peer);
   Task t{};
   t.kind = kind;
-  const bool is_send = kind == CollKind::kSend;
-  t.args = CollArgs{static_cast<const std::byte*>(send.data), static_cast<std::byte*>(recv.data),
-                    is_send ? send.count : recv.count, is_send ? send.dtype : recv.dtype, ReduceOp::SUM, -1};
+  t.args = CollArgs{static_cast<const std::byte*>(send.data), static_cast<std::byte*>(recv.data), op.buffer.count,
+                    op.buffer.dtype, ReduceOp::SUM, -1};
   t.peer = peer;
-  t.tag = tag & ~(uint64_t{3} << 62);  // the top two bits are the check's and send/recv's tag spaces
-  t.device = is_send ? send.device : recv.device;
-  if (peer < 0 || peer >= world_size || peer == rank)
-    t.invalid = fmt::format("peer {} is not another rank of this world of {}", peer, world_size);
-  else if (auto stride = is_send ? send.stride : recv.stride; stride != 1)
-    t.invalid = fmt::format("buffer is not contiguous (stride {} elements); make a contiguous copy first", stride);
-  else
-    t.invalid = is_send ? check_memory("send", send.data, send.count, send.device)
-                        : check_memory("recv", recv.data, recv.count, recv.device);
+  t.tag = user_tag(tag);
+  t.device = op.buffer.device;
+  t.invalid = check_op(op, rank, world_size);
+  return t;
+}
+
+Task batch_task(std::vector<P2POp> ops, uint64_t tag, int rank, int world_size) {
+  Task t{};
+  t.kind = CollKind::kBatchSendRecv;
+  t.tag = user_tag(tag);
+  t.device = ops.empty() ? kHost : ops.front().buffer.device;
+  for (std::size_t i = 0; i < ops.size() && t.invalid.empty(); ++i) {
+    const P2POp& op = ops[i];
+    std::string why = check_op(op, rank, world_size);
+    if (why.empty() && op.buffer.device != t.device)
+      why = fmt::format("it is in {} but op 0 is in {}: one batch, one kind of memory", memory_name(op.buffer.device),
+                        memory_name(t.device));
+    if (!why.empty()) t.invalid = fmt::format("op {} ({} rank {}): {}", i, op.is_send ? "send to" : "recv from", op.peer, why);
+  }
+  t.ops = std::move(ops);
   return t;
 }
 

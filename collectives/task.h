@@ -8,9 +8,11 @@
 #include <cstddef>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/buffer.h"
+#include "collectives/p2p_op.h"
 #include "collectives/work.h"
 
 namespace ringgrad::collectives {
@@ -22,14 +24,17 @@ struct Task {
   CollArgs args{};
   int device = kHost;  // where this rank's buffers are
   int peer = -1;       // send/recv only
+  std::vector<P2POp> ops;  // batch_send_recv only
   uint64_t tag = 0;    // send/recv: the caller's tag; collectives: set to the sequence number
   uint64_t seq = 0;    // collectives: issue order, the same on every rank
   std::string invalid;  // why this rank's arguments are unusable, or empty
   std::shared_ptr<Work::State> state;
 };
 
-/// Whether `kind` is matched across all ranks (everything but send and recv).
-inline bool is_collective(CollKind kind) { return kind != CollKind::kSend && kind != CollKind::kRecv; }
+/// Whether `kind` is matched across all ranks (everything but send, recv and their batches).
+inline bool is_collective(CollKind kind) {
+  return kind != CollKind::kSend && kind != CollKind::kRecv && kind != CollKind::kBatchSendRecv;
+}
 
 /// A collective's Task on rank `rank` of `world_size`.
 Task collective_task(CollKind kind, ConstBuffer send, Buffer recv, ReduceOp op, int root, Algo algo, int rank,
@@ -37,5 +42,8 @@ Task collective_task(CollKind kind, ConstBuffer send, Buffer recv, ReduceOp op, 
 
 /// A send's (data in `send`) or a recv's (into `recv`) Task with `peer` and the caller's `tag`.
 Task point_to_point_task(CollKind kind, ConstBuffer send, Buffer recv, int peer, uint64_t tag, int rank, int world_size);
+
+/// A batch of sends and receives with the caller's `tag`; every op must be on one device.
+Task batch_task(std::vector<P2POp> ops, uint64_t tag, int rank, int world_size);
 
 }  // namespace ringgrad::collectives

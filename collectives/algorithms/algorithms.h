@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstddef>
+#include <span>
 
 #include "collectives/algo.h"
 #include "collectives/dtype.h"
 #include "collectives/links/link.h"
+#include "collectives/p2p_op.h"
 
 namespace ringgrad::collectives {
 
@@ -44,6 +46,8 @@ void linear_scatter(Link& link, const CollArgs& args);
 // all_to_all.cc: pairwise exchange, and Bruck et al. 1997 for small blocks
 void pairwise_all_to_all(Link& link, const CollArgs& args);
 void bruck_all_to_all(Link& link, const CollArgs& args);
+// batch_send_recv.cc: every receive posted, then every send, then all waited for
+void irecv_isend_waitall(Link& link, std::span<const P2POp> ops);
 // barrier.cc (Hensgen, Finkel & Manber 1988)
 void dissemination_barrier(Link& link);
 

@@ -31,6 +31,15 @@ class RinggradDevice final : public DeviceBackend {
     link.finish();
   }
 
+  // Each send runs to completion when posted (DeviceLink::isend), so a batch whose sends to a
+  // peer overflow its inbox (4 chunks) while that peer sends too waits until the timeout.
+  void run_batch(std::span<const P2POp> ops, uint64_t tag) override {
+    transport::cuda_check(cudaSetDevice(peers_.device()), "cudaSetDevice");
+    DeviceLink link(peers_, transport_, tag);
+    irecv_isend_waitall(link, ops);
+    link.finish();
+  }
+
  private:
   transport::Transport& transport_;
   DevicePeers peers_;

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 
 #include "collectives/algo.h"
 #include "collectives/algorithms/algorithms.h"
@@ -22,6 +23,8 @@ class DeviceBackend {
   /// transport::TransportError (dead peer, timeout), transport::CudaError, CollectiveError
   /// (a dtype/op the backend lacks, found before any data moved).
   virtual void run(CollKind kind, Algo algo, const CollArgs& args, int peer, uint64_t tag) = 0;
+  /// Runs a batch of sends and receives as one operation (see Communicator::batch_send_recv).
+  virtual void run_batch(std::span<const P2POp> ops, uint64_t tag) = 0;
 };
 
 /// Throws CollectiveError naming `rank` when `backend` cannot run here: nccl in a build without

@@ -161,19 +161,41 @@ void NcclBackend::run(CollKind kind, Algo, const CollArgs& a, int peer, uint64_t
     case CollKind::kGather:
     case CollKind::kScatter:
     case CollKind::kAllToAll: e = grouped_send_recv(comm_, s, rank_, world_size_, kind, a, t); break;
-    case CollKind::kBarrier: break;  // never here: barriers have no buffers
+    case CollKind::kBarrier:  // never here: barriers have no buffers
+    case CollKind::kBatchSendRecv: break;  // run_batch
   }
   const std::string what = fmt::format("{} of {} elements", coll_name(kind), n);
-  if (e != ncclSuccess && e != ncclInProgress) {
-    ncclCommAbort(comm_);
-    comm_ = nullptr;
-    throw transport::TransportError(fmt::format("rank {}: NCCL {}: {}", rank_, what, ncclGetErrorString(e)));
-  }
+  check_enqueued(e, what);
   wait(what, false);
   if (a.op == ReduceOp::AVG && (kind == CollKind::kAllReduce || kind == CollKind::kReduceScatter ||
                                 (kind == CollKind::kReduce && rank_ == a.root)))
     finalize_on_device(a.recv, n, a.dtype, a.op, world_size_, s);
   wait(what, true);
+}
+
+void NcclBackend::run_batch(std::span<const P2POp> ops, uint64_t) {
+  if (comm_ == nullptr)
+    throw transport::TransportError(fmt::format("rank {}: the NCCL communicator was aborted by an earlier error", rank_));
+  transport::cuda_check(cudaSetDevice(device_), "cudaSetDevice");
+  const cudaStream_t s = stream_.get();
+  ncclResult_t e = ncclGroupStart();
+  for (std::size_t i = 0; i < ops.size() && e == ncclSuccess; ++i) {
+    const Buffer& b = ops[i].buffer;
+    e = ops[i].is_send ? ncclSend(b.data, b.count, nccl_type(b.dtype), ops[i].peer, comm_, s)
+                       : ncclRecv(b.data, b.count, nccl_type(b.dtype), ops[i].peer, comm_, s);
+  }
+  const ncclResult_t end = ncclGroupEnd();
+  const std::string what = fmt::format("batch of {} sends and receives", ops.size());
+  check_enqueued(e == ncclSuccess ? end : e, what);
+  wait(what, true);
+}
+
+void NcclBackend::check_enqueued(int result, const std::string& what) {
+  const auto e = static_cast<ncclResult_t>(result);
+  if (e == ncclSuccess || e == ncclInProgress) return;
+  ncclCommAbort(comm_);
+  comm_ = nullptr;
+  throw transport::TransportError(fmt::format("rank {}: NCCL {}: {}", rank_, what, ncclGetErrorString(e)));
 }
 
 }  // namespace ringgrad::collectives

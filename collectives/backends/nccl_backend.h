@@ -35,10 +35,15 @@ class NcclBackend final : public DeviceBackend {
   /// followed by ringgrad's division kernel, so results are bit for bit the ringgrad backend's.
   /// Throws TransportError after ncclCommAbort when NCCL fails or does not finish in time.
   void run(CollKind kind, Algo algo, const CollArgs& args, int peer, uint64_t tag) override;
+  /// The batch's ncclSend/ncclRecv between ncclGroupStart and ncclGroupEnd.
+  void run_batch(std::span<const P2POp> ops, uint64_t tag) override;
 
  private:
   // Polls the communicator until its last call is enqueued, then the stream until it is idle.
   void wait(std::string_view what, bool stream_too);
+  // `result` (an ncclResult_t) of enqueueing `what`: on an error, aborts the communicator
+  // and throws TransportError.
+  void check_enqueued(int result, const std::string& what);
 
   int rank_, world_size_, device_;
   std::chrono::milliseconds timeout_;
