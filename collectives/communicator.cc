@@ -90,7 +90,7 @@ void Communicator::set_cost_model(const CostModel& model) {
 Algo Communicator::resolve(CollKind kind, Algo algo, std::size_t n) const {
   if (algo != Algo::kAuto) return algo;
   if (has_algo(kind, options_.algo)) return options_.algo;
-  if (kind == CollKind::kBarrier || kind == CollKind::kSend || kind == CollKind::kRecv) return Algo::kAuto;  // one way each
+  if (kind == CollKind::kBarrier || !is_collective(kind)) return Algo::kAuto;  // one way each
   std::lock_guard lock(mutex_);
   return options_.model.choose(kind, n, world_size_);
 }

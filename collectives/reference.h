@@ -68,7 +68,8 @@ inline std::vector<std::byte> expected_reduction(int p, std::size_t first, std::
   return out;
 }
 
-/// What rank r holds after `kind` (not barrier, send or recv) on the inputs above, with
+/// What rank r holds after `kind` (not barrier, send or recv; batch_send_recv: receiving from
+/// rank r-1 while sending to r+1) on the inputs above, with
 /// NCCL's `count`: elements per rank for all_gather and gather (the result holds count * p),
 /// elements of the result for reduce_scatter and scatter, elements per peer for all_to_all
 /// (p blocks), the buffer length otherwise. reduce's and gather's result is what the root
@@ -88,6 +89,8 @@ inline std::vector<std::byte> expected_output(CollKind kind, int p, int r, std::
       }
       return all;
     }
+    case CollKind::kBatchSendRecv:  // the ring exchange of sendrecv_perf: rank r-1's input
+      return make_input((r + p - 1) % p, count, op, dtype);
     case CollKind::kGather:
     case CollKind::kAllGather: {
       std::vector<std::byte> all;

@@ -56,6 +56,11 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
+// nccl-tests' name: the ring exchange of batched send/recv is its "sendrecv".
+std::string perf_name(CollKind k) {
+  return k == CollKind::kBatchSendRecv ? "sendrecv" : std::string(collectives::coll_name(k));
+}
+
 bool reduces(CollKind k) { return k == CollKind::kAllReduce || k == CollKind::kReduce || k == CollKind::kReduceScatter; }
 bool rooted(CollKind k) {
   return k == CollKind::kBroadcast || k == CollKind::kReduce || k == CollKind::kGather || k == CollKind::kScatter;
@@ -99,6 +104,12 @@ std::vector<Contender> ringgrad_contenders(Communicator& comm, CollKind kind, co
         case CollKind::kGather: return [&comm, send, recv, s, algo] { comm.gather(send, recv, s.root, algo); };
         case CollKind::kScatter: return [&comm, send, recv, s, algo] { comm.scatter(send, recv, s.root, algo); };
         case CollKind::kAllToAll: return [&comm, send, recv, algo] { comm.all_to_all(send, recv, algo); };
+        case CollKind::kBatchSendRecv: {  // a ring: send to the right while receiving from the left
+          const int p = comm.world_size(), right = (comm.rank() + 1) % p, left = (comm.rank() + p - 1) % p;
+          return [&comm, send, recv, right, left] {
+            comm.batch_send_recv({collectives::P2POp::send(send, right), collectives::P2POp::recv(recv, left)});
+          };
+        }
         default: return [&comm, send, recv, s, algo] { comm.reduce_scatter(send, recv, s.op, algo); };
       }
     }, true});
@@ -163,7 +174,7 @@ int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contend
 
   if (lead) {
     fmt::print("# ringgrad {}_perf: nranks {}, iters {}, warmup {}, repeat {}, check {}, argument check {}\n",
-               collectives::coll_name(kind), p, o.iters, o.warmup, o.repeat, o.check,
+               perf_name(kind), p, o.iters, o.warmup, o.repeat, o.check,
                comm.options().check_args ? "on (RINGGRAD_CHECK=0 turns it off)" : "off");
     fmt::print("# memory: {}, backend {}\n", device == collectives::kHost ? "host" : fmt::format("cuda:{} (rank 0)", device),
                o.backend);
@@ -193,6 +204,7 @@ int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contend
             for (int place = 0; place < 2; ++place) {
               const bool in_place = place == 1;
               if (!in_place && !contenders[ci].out_of_place) continue;
+              if (in_place && kind == CollKind::kBatchSendRecv) continue;  // the receive would overwrite the send
               std::vector<std::byte> input = reference::make_input(r, l.send_count, op, dt, gathers(kind) ? l.inplace_send_offset : 0);
               std::vector<std::byte> send, recv(std::max(l.recv_count, l.send_count) * es, std::byte{0});
               std::byte* send_ptr;
@@ -245,8 +257,9 @@ int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contend
         for (std::size_t ci = 0; ci < contenders.size(); ++ci) {
           const std::size_t bytes = n * es;
           std::string algo = contenders[ci].name;
-          if (algo == "auto") algo += ":" + std::string(collectives::algo_name(comm.resolve(kind, Algo::kAuto, bytes)));
-          nlohmann::json row = {{"collective", collectives::coll_name(kind)}, {"size", bytes}, {"count", n},
+          if (const Algo chosen = comm.resolve(kind, Algo::kAuto, bytes); algo == "auto" && chosen != Algo::kAuto)
+            algo += ":" + std::string(collectives::algo_name(chosen));
+          nlohmann::json row = {{"collective", perf_name(kind)}, {"size", bytes}, {"count", n},
                                 {"type", collectives::dtype_name(dt)}, {"redop", reduces(kind) ? collectives::reduce_op_name(op) : "none"},
                                 {"root", rooted(kind) ? o.root : -1}, {"algo", algo}, {"nranks", p}};
           std::string cols;
@@ -277,10 +290,11 @@ int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contend
   if (lead) {
     fmt::print("# Out of bounds values : {} {}\n", wrong_total, wrong_total == 0 ? "OK" : "FAILED");
     fmt::print("# Avg bus bandwidth    : {:.4f} \n", avg);
-    if (device == collectives::kHost && p > 1) fmt::print("# Host path            : {}\n", comm.host_path());
+    if (device == collectives::kHost && p > 1)
+      fmt::print("# Host path            : {}\n", kind == CollKind::kBatchSendRecv ? "TCP (send/recv always use TCP)" : comm.host_path());
     fmt::print("#\n");
     if (!o.json.empty()) {
-      nlohmann::json doc = {{"collective", collectives::coll_name(kind)}, {"nranks", p}, {"iters", o.iters},
+      nlohmann::json doc = {{"collective", perf_name(kind)}, {"nranks", p}, {"iters", o.iters},
                             {"cost_model", model_line}, {"rows", rows}, {"avg_busbw", avg}, {"wrong", wrong_total}};
       std::ofstream(o.json) << doc.dump(1) << "\n";
     }
@@ -292,7 +306,7 @@ int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contend
 
 int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vector<Contender>(Communicator&)>& extra) {
   Options o;
-  CLI::App app{fmt::format("ringgrad {}_perf: nccl-tests-style sweep; run it under ringgrad-run", collectives::coll_name(kind))};
+  CLI::App app{fmt::format("ringgrad {}_perf: nccl-tests-style sweep; run it under ringgrad-run", perf_name(kind))};
   app.add_option("-b,--minbytes", o.min_bytes, "smallest size in bytes (K, M, G suffixes)")->capture_default_str();
   app.add_option("-e,--maxbytes", o.max_bytes, "largest size in bytes")->capture_default_str();
   app.add_option("-f,--stepfactor", o.step_factor, "multiply the size by this each step")->capture_default_str();
@@ -333,7 +347,7 @@ int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vect
     }
     return run(kind, o, comm, std::move(contenders), device);
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "%s_perf: %s\n", std::string(collectives::coll_name(kind)).c_str(), e.what());
+    std::fprintf(stderr, "%s_perf: %s\n", perf_name(kind).c_str(), e.what());
     return 2;
   }
 }
