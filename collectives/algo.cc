@@ -34,6 +34,7 @@ std::string_view algo_name(Algo algo) {
     case Algo::kLinear: return "linear";
     case Algo::kPairwise: return "pairwise";
     case Algo::kBruck: return "bruck";
+    case Algo::kHierarchical: return "hier";
   }
   return "?";
 }
@@ -42,8 +43,9 @@ Algo parse_algo(std::string_view name) {
   for (Algo a : kAllAlgos)
     if (name == algo_name(a)) return a;
   if (name == "halving_doubling") return Algo::kHalvingDoubling;
+  if (name == "hierarchical") return Algo::kHierarchical;
   throw std::invalid_argument(
-      fmt::format("unknown algorithm '{}': expected ring, tree, hd, linear, pairwise, bruck or auto", name));
+      fmt::format("unknown algorithm '{}': expected ring, tree, hd, hier, linear, pairwise, bruck or auto", name));
 }
 
 std::string_view backend_name(Backend backend) { return backend == Backend::kNccl ? "nccl" : "ringgrad"; }
@@ -56,7 +58,8 @@ Backend parse_backend(std::string_view name) {
 
 bool has_algo(CollKind kind, Algo algo) {
   switch (kind) {
-    case CollKind::kAllReduce: return algo != Algo::kAuto;
+    case CollKind::kAllReduce:
+      return algo == Algo::kRing || algo == Algo::kTree || algo == Algo::kHalvingDoubling || algo == Algo::kHierarchical;
     case CollKind::kBroadcast:
     case CollKind::kReduce: return algo == Algo::kRing || algo == Algo::kTree;
     case CollKind::kAllGather:

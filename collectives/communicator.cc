@@ -67,7 +67,8 @@ Communicator::Communicator(std::unique_ptr<transport::Transport> transport, Comm
     : transport_(std::move(transport)),
       options_(std::move(options)),
       rank_(transport_->rank()),
-      world_size_(transport_->world_size()) {
+      world_size_(transport_->world_size()),
+      hosts_(world_size_ > 1 ? HostLayout::from_store(transport_->store(), world_size_) : HostLayout{{0}}) {
   options_.validate();
   check_backend(options_.backend, rank_);
   worker_ = std::thread([this] { worker_loop(); });
@@ -92,7 +93,7 @@ Algo Communicator::resolve(CollKind kind, Algo algo, std::size_t n) const {
   if (has_algo(kind, options_.algo)) return options_.algo;
   if (kind == CollKind::kBarrier || !is_collective(kind)) return Algo::kAuto;  // one way each
   std::lock_guard lock(mutex_);
-  return options_.model.choose(kind, n, world_size_);
+  return options_.model.choose(kind, n, world_size_, hosts_.uniform() ? hosts_.hosts() : 1);
 }
 
 std::string Communicator::host_path() const {
@@ -250,9 +251,9 @@ void Communicator::execute(Task& task) {
         if (is_collective(task.kind) && world_size_ > 1) choose_host_path();
         const std::unique_ptr<Link> link = host_link(tag, is_collective(task.kind));
         if (task.kind == CollKind::kBatchSendRecv) irecv_isend_waitall(*link, task.ops);
-        else run_collective(*link, task.kind, task.algo, task.args, task.peer);
+        else run_collective(*link, task.kind, task.algo, task.args, task.peer, hosts_);
       } else {
-        if (!device_) device_ = make_device_backend(*transport_, options_, task.device);
+        if (!device_) device_ = make_device_backend(*transport_, options_, task.device, hosts_);
         if (task.kind == CollKind::kBatchSendRecv) device_->run_batch(task.ops, tag);
         else device_->run(task.kind, task.algo, task.args, task.peer, tag);
       }
@@ -294,8 +295,8 @@ void Communicator::check_agreement(const Task& task) {
 // Decided once, by the first host collective (every rank runs it, in the same order).
 void Communicator::choose_host_path() {
   if (shm_decided_) return;
-  std::string why;
-  shm_ = ShmPeers::connect(*transport_, options_.chunk_bytes, options_.shared_memory, why);
+  std::string why = hosts_.hosts() > 1 ? fmt::format("the ranks are on {} hosts", hosts_.hosts()) : "";
+  if (why.empty()) shm_ = ShmPeers::connect(*transport_, options_.chunk_bytes, options_.shared_memory, why);
   shm_decided_ = true;
   if (shm_) shm_poll_ = options_.shm_poll.value_or(shm_poll_default(world_size_, shm_->cpus()));
   std::lock_guard lock(mutex_);

@@ -23,6 +23,7 @@
 #include "collectives/collective_error.h"
 #include "collectives/comm_options.h"
 #include "collectives/dtype.h"
+#include "collectives/host_layout.h"
 #include "collectives/p2p_op.h"
 #include "collectives/work.h"
 #include "transport/transport.h"
@@ -60,6 +61,8 @@ class Communicator {
   /// empty until the first host collective decided it.
   std::string host_path() const;
   const CommOptions& options() const { return options_; }
+  /// Which ranks share a host (from the addresses they listen on).
+  const HostLayout& hosts() const { return hosts_; }
   /// The job's rendezvous store (out-of-band agreement, e.g. another library's rendezvous).
   transport::Store& store() { return transport_->store(); }
   /// Replaces the cost model; it must be the same on every rank (calibrate() ensures it).
@@ -132,6 +135,7 @@ class Communicator {
   CommOptions options_;
   int rank_;
   int world_size_;
+  HostLayout hosts_;
   std::vector<std::byte> scratch_;  // used only by the thread running a task
   std::unique_ptr<DeviceBackend> device_;  // made by the first device call; thread running a task
   // Made by the first host collective when every rank is on this host; thread running a task.

@@ -10,7 +10,7 @@
 
 namespace ringgrad::collectives {
 
-double CostModel::predict(CollKind kind, Algo algo, std::size_t bytes, int p) const {
+double CostModel::predict(CollKind kind, Algo algo, std::size_t bytes, int p, int hosts) const {
   if (p <= 1) return 0.0;
   const double n = static_cast<double>(bytes), P = p;
   const double L = std::ceil(std::log2(P));
@@ -22,6 +22,13 @@ double CostModel::predict(CollKind kind, Algo algo, std::size_t bytes, int p) co
     case CollKind::kAllReduce:
       if (algo == Algo::kRing) return segments * 2 * (P - 1) * a + 2 * (P - 1) / P * n * b + (P - 1) / P * n * g;
       if (algo == Algo::kTree) return 2 * L * a + L * n * (2 * b + g);
+      if (algo == Algo::kHierarchical && hosts > 1 && p % hosts == 0) {
+        // Local reduce-scatter and all-gather rings of l ranks, then H rings across hosts
+        // (one per local position) sharing each host's link: n / H bytes a step on it.
+        const double H = hosts, l = P / H;
+        return 2 * (l - 1) * alpha_local + 2 * (l - 1) / l * n * beta_local + (l - 1) / l * n * g +
+               2 * (H - 1) * a + 2 * (H - 1) / H * n * b + (H - 1) / H * n / l * g;
+      }
       if (algo == Algo::kHalvingDoubling && n <= 16 * 1024)  // recursive doubling
         return (std::log2(q) + (q < P ? 2 : 0)) * a + std::log2(q) * n * (b + g) + (q < P ? 2 * n * b + n * g : 0.0);
       if (algo == Algo::kHalvingDoubling)
@@ -57,20 +64,24 @@ double CostModel::predict(CollKind kind, Algo algo, std::size_t bytes, int p) co
   return std::numeric_limits<double>::infinity();
 }
 
-Algo CostModel::choose(CollKind kind, std::size_t n, int p) const {
+Algo CostModel::choose(CollKind kind, std::size_t n, int p, int hosts) const {
   Algo best = Algo::kRing;
   double best_t = std::numeric_limits<double>::infinity();
   for (Algo a : kAllAlgos) {
     if (!has_algo(kind, a)) continue;
-    const double t = predict(kind, a, n, p);
+    const double t = predict(kind, a, n, p, hosts);
     if (t < best_t) best = a, best_t = t;
   }
   return best;
 }
 
 std::string CostModel::describe() const {
-  return fmt::format("alpha {:.2f} us, beta {:.3f} ns/B ({:.2f} GB/s), gamma {:.3f} ns/B ({:.2f} GB/s)",
-                     alpha * 1e6, beta * 1e9, 1e-9 / beta, gamma * 1e9, 1e-9 / gamma);
+  std::string s = fmt::format("alpha {:.2f} us, beta {:.3f} ns/B ({:.2f} GB/s), gamma {:.3f} ns/B ({:.2f} GB/s)",
+                              alpha * 1e6, beta * 1e9, 1e-9 / beta, gamma * 1e9, 1e-9 / gamma);
+  if (alpha_local != alpha || beta_local != beta)
+    s += fmt::format("; inside a host alpha {:.2f} us, beta {:.3f} ns/B ({:.2f} GB/s)", alpha_local * 1e6,
+                     beta_local * 1e9, 1e-9 / beta_local);
+  return s;
 }
 
 }  // namespace ringgrad::collectives

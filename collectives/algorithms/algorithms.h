@@ -8,6 +8,7 @@
 
 #include "collectives/algo.h"
 #include "collectives/dtype.h"
+#include "collectives/host_layout.h"
 #include "collectives/links/link.h"
 #include "collectives/p2p_op.h"
 
@@ -27,8 +28,21 @@ struct CollArgs {
   int root;
 };
 
+/// Block b of `total` elements cut into p nearly equal blocks: [total*b/p, total*(b+1)/p).
+struct Blocks {
+  std::size_t total;
+  int p;
+  std::size_t begin(int b) const { return total * static_cast<std::size_t>(b) / static_cast<std::size_t>(p); }
+  std::size_t size(int b) const { return begin(b + 1) - begin(b); }
+};
+
 // ring_all_reduce.cc (Patarasuk & Yuan 2009)
 void ring_all_reduce(Link& link, const CollArgs& args);
+/// The ring's two halves on the whole buffer (args.count elements in p Blocks): afterwards
+/// rank r holds block r of op over ranks in args.recv (not divided for AVG; partial sums
+/// elsewhere); then every block of `buffer` from its owner.
+void ring_reduce_scatter_blocks(Link& link, const CollArgs& args);
+void ring_all_gather_blocks(Link& link, std::byte* buffer, std::size_t count, DType dtype);
 void ring_reduce_scatter(Link& link, const CollArgs& args);
 void ring_all_gather(Link& link, const CollArgs& args);
 // chain.cc: pipelined chain from/to root
@@ -38,6 +52,9 @@ void chain_reduce(Link& link, const CollArgs& args);
 void tree_broadcast(Link& link, const CollArgs& args);
 void tree_reduce(Link& link, const CollArgs& args);
 void tree_all_reduce(Link& link, const CollArgs& args);
+// hierarchical_all_reduce.cc: inside hosts, across hosts, inside hosts (a flat ring when the
+// ranks are on one host or the hosts hold different numbers of ranks)
+void hierarchical_all_reduce(Link& link, const CollArgs& args, const HostLayout& hosts);
 // halving_doubling.cc (Thakur, Rabenseifner & Gropp 2005)
 void halving_doubling_all_reduce(Link& link, const CollArgs& args);
 // gather_scatter.cc: the root exchanges with every rank directly
@@ -52,7 +69,8 @@ void irecv_isend_waitall(Link& link, std::span<const P2POp> ops);
 void dissemination_barrier(Link& link);
 
 /// dispatch.cc: runs `kind` with `algo` (already resolved) over `link`, host or device alike;
-/// send and recv go to or come from `peer`. Throws what the algorithm throws.
-void run_collective(Link& link, CollKind kind, Algo algo, const CollArgs& args, int peer);
+/// send and recv go to or come from `peer`; `hosts` says which ranks share a host.
+/// Throws what the algorithm throws.
+void run_collective(Link& link, CollKind kind, Algo algo, const CollArgs& args, int peer, const HostLayout& hosts);
 
 }  // namespace ringgrad::collectives

@@ -3,13 +3,14 @@
 
 namespace ringgrad::collectives {
 
-void run_collective(Link& link, CollKind kind, Algo algo, const CollArgs& a, int peer) {
+void run_collective(Link& link, CollKind kind, Algo algo, const CollArgs& a, int peer, const HostLayout& hosts) {
   switch (kind) {
     case CollKind::kBroadcast: return (algo == Algo::kTree ? tree_broadcast : chain_broadcast)(link, a);
     case CollKind::kReduce: return (algo == Algo::kTree ? tree_reduce : chain_reduce)(link, a);
     case CollKind::kAllReduce:
       if (algo == Algo::kTree) return tree_all_reduce(link, a);
       if (algo == Algo::kHalvingDoubling) return halving_doubling_all_reduce(link, a);
+      if (algo == Algo::kHierarchical) return hierarchical_all_reduce(link, a, hosts);
       return ring_all_reduce(link, a);
     case CollKind::kAllGather: return ring_all_gather(link, a);
     case CollKind::kReduceScatter: return ring_reduce_scatter(link, a);

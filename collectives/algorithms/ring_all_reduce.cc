@@ -16,14 +16,6 @@ namespace {
 
 int mod(int a, int p) { return ((a % p) + p) % p; }
 
-// Block b of `total` elements cut into p nearly equal blocks: [total*b/p, total*(b+1)/p).
-struct Blocks {
-  std::size_t total;
-  int p;
-  std::size_t begin(int b) const { return total * static_cast<std::size_t>(b) / static_cast<std::size_t>(p); }
-  std::size_t size(int b) const { return begin(b + 1) - begin(b); }
-};
-
 // One reduce-scatter step: `partial` (our partial sum of block sb, or at the first step our
 // input of it) goes to the right while the left neighbour's partial sum of block rb arrives and
 // is added to our input of rb, into `into`.
@@ -46,20 +38,36 @@ void all_gather_steps(Link& link, std::byte* out, const Blocks& blocks, std::siz
   }
 }
 
-// The textbook ring over the whole of a.count elements. Partial sums live in the output
-// buffer at their block's place, so the all-gather half starts where reduce-scatter ends.
-void ring_all_reduce_whole(Link& link, const CollArgs& a) {
+}  // namespace
+
+void ring_reduce_scatter_blocks(Link& link, const CollArgs& a) {
   const int p = link.world_size(), r = link.rank();
   const std::size_t es = dtype_size(a.dtype);
   const Blocks blocks{a.count, p};
   auto out = [&](int b) { return a.recv + blocks.begin(b) * es; };
-  // Reduce-scatter, p-1 steps: at step s send block r-1-s, receive and reduce block r-2-s.
+  if (p == 1) link.copy(a.recv, a.send, a.count * es);
+  // p-1 steps: at step s send block r-1-s, receive and reduce block r-2-s.
   for (int s = 0; s < p - 1; ++s) {
     const int sb = mod(r - 1 - s, p), rb = mod(r - 2 - s, p);
     reduce_step(link, a, blocks, s == 0 ? a.send + blocks.begin(sb) * es : out(sb), sb, out(rb), rb);
   }
-  link.finalize(out(r), blocks.size(r), a.dtype, a.op, p);  // AVG: divide block r by p
-  all_gather_steps(link, a.recv, blocks, es);
+}
+
+void ring_all_gather_blocks(Link& link, std::byte* buffer, std::size_t count, DType dtype) {
+  all_gather_steps(link, buffer, Blocks{count, link.world_size()}, dtype_size(dtype));
+}
+
+namespace {
+
+// The textbook ring over the whole of a.count elements: the reduce-scatter half leaves block r
+// complete in the output, the all-gather half spreads it.
+void ring_all_reduce_whole(Link& link, const CollArgs& a) {
+  const Blocks blocks{a.count, link.world_size()};
+  const std::size_t es = dtype_size(a.dtype);
+  const int r = link.rank();
+  ring_reduce_scatter_blocks(link, a);
+  link.finalize(a.recv + blocks.begin(r) * es, blocks.size(r), a.dtype, a.op, link.world_size());  // AVG: / p
+  ring_all_gather_blocks(link, a.recv, a.count, a.dtype);
 }
 
 }  // namespace

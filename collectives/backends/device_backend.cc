@@ -20,14 +20,14 @@ namespace {
 // ringgrad's own algorithms on device memory: the same run_collective as for host memory.
 class RinggradDevice final : public DeviceBackend {
  public:
-  RinggradDevice(transport::Transport& transport, int device, std::size_t chunk_bytes)
-      : transport_(transport), peers_(transport, device, chunk_bytes) {}
+  RinggradDevice(transport::Transport& transport, int device, std::size_t chunk_bytes, HostLayout hosts)
+      : transport_(transport), peers_(transport, device, chunk_bytes), hosts_(std::move(hosts)) {}
 
   void run(CollKind kind, Algo algo, const CollArgs& args, int peer, uint64_t tag) override {
     // The device is per thread, and calls run on the caller's or the worker's thread.
     transport::cuda_check(cudaSetDevice(peers_.device()), "cudaSetDevice");
     DeviceLink link(peers_, transport_, tag);
-    run_collective(link, kind, algo, args, peer);
+    run_collective(link, kind, algo, args, peer, hosts_);
     link.finish();
   }
 
@@ -43,6 +43,7 @@ class RinggradDevice final : public DeviceBackend {
  private:
   transport::Transport& transport_;
   DevicePeers peers_;
+  HostLayout hosts_;
 };
 #endif
 
@@ -59,16 +60,17 @@ void check_backend(Backend backend, int rank) {
 }
 
 std::unique_ptr<DeviceBackend> make_device_backend(transport::Transport& transport, const CommOptions& options,
-                                                   int device) {
+                                                   int device, const HostLayout& hosts) {
 #if RINGGRAD_HAVE_NCCL
   if (options.backend == Backend::kNccl)
     return std::make_unique<NcclBackend>(transport.store(), transport.rank(), transport.world_size(), device,
                                          transport.timeout(), "collectives/nccl");
 #endif
 #if RINGGRAD_HAVE_CUDA
-  return std::make_unique<RinggradDevice>(transport, device, options.device_chunk_bytes);
+  return std::make_unique<RinggradDevice>(transport, device, options.device_chunk_bytes, hosts);
 #else
   static_cast<void>(options);
+  static_cast<void>(hosts);
   throw CollectiveError(fmt::format("rank {}: device buffers (cuda:{}) but ringgrad was built without CUDA",
                                     transport.rank(), device));
 #endif

@@ -11,6 +11,7 @@
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/collective_error.h"
 #include "collectives/comm_options.h"
+#include "collectives/host_layout.h"
 #include "transport/transport.h"
 
 namespace ringgrad::collectives {
@@ -35,6 +36,6 @@ void check_backend(Backend backend, int rank);
 /// makes it on its first device call (it sets up IPC or NCCL through the store). Throws
 /// CollectiveError in a build without CUDA, CudaError, TransportError.
 std::unique_ptr<DeviceBackend> make_device_backend(transport::Transport& transport, const CommOptions& options,
-                                                   int device);
+                                                   int device, const HostLayout& hosts);
 
 }  // namespace ringgrad::collectives

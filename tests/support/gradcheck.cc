@@ -1,3 +1,6 @@
+// gradcheck: each input element moved by h both ways, (f(x+h) - f(x-h)) / 2h compared with
+// autograd's gradient of sum(f(x) * w) for a fixed random w; the report names the first element
+// outside the tolerance.
 #include "support/gradcheck.h"
 
 #include <fmt/format.h>

@@ -4,17 +4,15 @@
 
 #include <catch2/catch.hpp>
 
-#include <fcntl.h>
-#include <sched.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <string>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "tests/support/multiprocess.h"
+#include "tests/support/netns.h"
 #include "transport/rendezvous.h"
 #include "transport/transport.h"
 
@@ -22,35 +20,12 @@ namespace {
 
 using ringgrad::test::check;
 using ringgrad::test::describe;
+using ringgrad::test::enter_netns;
+using ringgrad::test::NetnsPair;
 using ringgrad::test::RunOptions;
 using ringgrad::test::run_ranks;
 using ringgrad::transport::Config;
 using ringgrad::transport::Transport;
-
-bool sh(const std::string& command) { return std::system((command + " >/dev/null 2>&1").c_str()) == 0; }
-
-// Namespaces <name>a and <name>b, with veth ends addressed subnet.1 and subnet.2; removed on
-// destruction (which removes the veth pair too).
-class NetnsPair {
- public:
-  explicit NetnsPair(std::string name, std::string subnet) : name_(std::move(name)), subnet_(std::move(subnet)) {
-    ok_ = sh(fmt::format("ip netns add {}a && ip netns add {}b", name_, name_)) &&
-          sh(fmt::format("ip link add {}a type veth peer name {}b", name_, name_)) &&
-          sh(fmt::format("ip link set {}a netns {}a && ip link set {}b netns {}b", name_, name_, name_, name_));
-    for (char side : {'a', 'b'})
-      ok_ = ok_ && sh(fmt::format("ip -n {0}{1} addr add {2}.{3}/24 dev {0}{1} && ip -n {0}{1} link set {0}{1} up && "
-                                  "ip -n {0}{1} link set lo up",
-                                  name_, side, subnet_, side == 'a' ? 1 : 2));
-  }
-  ~NetnsPair() { sh(fmt::format("ip netns del {}a; ip netns del {}b", name_, name_)); }
-  NetnsPair(const NetnsPair&) = delete;
-  NetnsPair& operator=(const NetnsPair&) = delete;
-  bool ok() const { return ok_; }
-
- private:
-  std::string name_, subnet_;
-  bool ok_ = false;
-};
 
 }  // namespace
 
@@ -64,11 +39,7 @@ TEST_CASE("ranks in two network namespaces rendezvous and exchange data over a v
   }
   RunOptions options;
   options.master_addr = subnet + ".1";
-  options.setup = [&](int rank) {  // each child enters its namespace before any socket exists
-    int fd = ::open(fmt::format("/var/run/netns/{}{}", name, rank == 0 ? 'a' : 'b').c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0 || ::setns(fd, CLONE_NEWNET) != 0) throw std::runtime_error("cannot enter the network namespace");
-    ::close(fd);
-  };
+  options.setup = [&](int rank) { enter_netns(netns.name(rank == 0 ? 'a' : 'b')); };  // before any socket exists
   auto results = run_ranks(2, [&](const Config& config) {
     Transport t(config);
     // Each rank listens on the address it uses towards MASTER_ADDR: its veth address.
