@@ -4,6 +4,7 @@
 #include "bench/perf/perf_driver.h"
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -151,6 +152,19 @@ std::vector<std::byte> expected_output(CollKind k, int p, int r, std::size_t n, 
   return reference::expected_output(k, p, r, per_rank ? n / static_cast<std::size_t>(p) : n, op, dt, root);
 }
 
+// The cost model's time in us for a ringgrad contender's algorithm ("auto" as resolved); NaN
+// for other libraries' contenders (nccl, gloo).
+double predicted_us(const Communicator& comm, CollKind kind, const std::string& contender, std::size_t bytes) {
+  for (Algo a : collectives::kAllAlgos) {
+    if (contender != collectives::algo_name(a)) continue;
+    const Algo chosen = comm.resolve(kind, a, bytes);
+    if (chosen == Algo::kAuto) return std::nan("");  // barrier, send/recv: nothing modelled
+    const collectives::HostLayout& h = comm.hosts();
+    return comm.options().model.predict(kind, chosen, bytes, comm.world_size(), h.uniform() ? h.hosts() : 1) * 1e6;
+  }
+  return std::nan("");
+}
+
 struct Measure {
   double time_us = 0;
   long wrong = 0;
@@ -180,10 +194,11 @@ int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contend
                o.backend);
     fmt::print("# cost model ({})\n#\n", model_line);
     fmt::print("# {:>94}{:>36}\n", "out-of-place", "in-place");
-    fmt::print("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>8} {:>7} {:>7} {:>6} {:>8} {:>7} {:>7} {:>6}  {}\n", "size", "count",
-               "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong", "algo");
-    fmt::print("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>8} {:>7} {:>7} {:>6} {:>8} {:>7} {:>7} {:>6}\n", "(B)", "(elements)",
-               "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "");
+    fmt::print("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>8} {:>7} {:>7} {:>6} {:>8} {:>7} {:>7} {:>6} {:>8}  {}\n", "size",
+               "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong",
+               "model", "algo");
+    fmt::print("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>8} {:>7} {:>7} {:>6} {:>8} {:>7} {:>7} {:>6} {:>8}\n", "(B)",
+               "(elements)", "", "", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)", "(GB/s)", "(GB/s)", "", "(us)");
     std::fflush(stdout);
   }
   nlohmann::json rows = nlohmann::json::array();
@@ -276,10 +291,13 @@ int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contend
             ++busbw_n;
             wrong_total += x.wrong;
           }
+          const double model_us = predicted_us(comm, kind, contenders[ci].name, bytes);
+          if (!std::isnan(model_us)) row["predicted_us"] = model_us;
           rows.push_back(row);
           if (lead) {
-            fmt::print("  {:>10} {:>12} {:>8} {:>6} {:>6}{}  {}\n", bytes, n, collectives::dtype_name(dt),
-                       reduces(kind) ? collectives::reduce_op_name(op) : "none", rooted(kind) ? o.root : -1, cols, algo);
+            fmt::print("  {:>10} {:>12} {:>8} {:>6} {:>6}{} {:>8}  {}\n", bytes, n, collectives::dtype_name(dt),
+                       reduces(kind) ? collectives::reduce_op_name(op) : "none", rooted(kind) ? o.root : -1, cols,
+                       std::isnan(model_us) ? std::string("n/a") : fmt::format("{:.1f}", model_us), algo);
             std::fflush(stdout);
           }
         }
