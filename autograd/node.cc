@@ -1,3 +1,6 @@
+// The graph's nodes at work: a FunctionNode runs its backward closure once and then drops it,
+// AccumulateGrad sums into a leaf's grad() and runs the leaf's hooks, and record() wires a new
+// op's output to the nodes of its inputs.
 #include "autograd/node.h"
 
 #include <stdexcept>
@@ -30,7 +33,11 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad) {
   } else {
     kernels::add_(meta.grad, grad);
   }
-  for (auto& hook : meta.post_accumulate_grad_hooks) hook(leaf_);
+  if (meta.post_accumulate_grad_hooks) {
+    // Walk a copy: a hook may register or remove hooks of this leaf while it runs.
+    const std::vector<GradHook> hooks = *meta.post_accumulate_grad_hooks;
+    for (const GradHook& hook : hooks) hook.fn(leaf_);
+  }
   return {};
 }
 

@@ -47,7 +47,7 @@ class FunctionNode final : public Node {
 };
 
 /// The sink of a leaf tensor: adds the incoming gradient into leaf.grad(), then runs the
-/// leaf's post-accumulate-grad hooks. The engine calls it once per backward pass, after every
+/// leaf's post-accumulate-grad hooks (autograd/hooks.h). The engine calls it once per backward pass, after every
 /// contribution to the leaf has been summed.
 class AccumulateGrad final : public Node {
  public:

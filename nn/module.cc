@@ -1,3 +1,5 @@
+// Module's walks over its tree of children (dotted names, parameters, buffers, state dicts,
+// train/eval, moving to a device) and the forward hooks run around operator().
 #include "nn/module.h"
 
 #include <fmt/format.h>
@@ -10,23 +12,23 @@
 namespace ringgrad::nn {
 
 Tensor Module::operator()(const Tensor& x) {
-  for (auto& hook : forward_pre_hooks_) hook(*this);
+  const std::vector<ForwardHook> hooks = *hooks_;  // a copy: a hook may add or remove hooks
+  for (const ForwardHook& h : hooks) {
+    if (h.pre) h.pre(*this);
+  }
   Tensor y = forward(x);
-  for (auto& hook : forward_hooks_) y = hook(*this, y);
+  for (const ForwardHook& h : hooks) {
+    if (h.post) y = h.post(*this, y);
+  }
   return y;
 }
 
-void Module::register_forward_pre_hook(std::function<void(Module&)> hook) {
-  forward_pre_hooks_.push_back(std::move(hook));
+autograd::RemovableHandle Module::register_forward_pre_hook(std::function<void(Module&)> hook) {
+  return autograd::add_hook(hooks_, ForwardHook{0, std::move(hook), nullptr});
 }
 
-void Module::register_forward_hook(std::function<Tensor(Module&, const Tensor&)> hook) {
-  forward_hooks_.push_back(std::move(hook));
-}
-
-void Module::clear_forward_hooks() {
-  forward_pre_hooks_.clear();
-  forward_hooks_.clear();
+autograd::RemovableHandle Module::register_forward_hook(std::function<Tensor(Module&, const Tensor&)> hook) {
+  return autograd::add_hook(hooks_, ForwardHook{0, nullptr, std::move(hook)});
 }
 
 Tensor Module::register_parameter(std::string name, Tensor t) {

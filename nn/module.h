@@ -3,6 +3,7 @@
 // modules, so a whole model can be walked, saved, loaded and switched between train and eval.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -10,6 +11,7 @@
 #include <utility>
 #include <vector>
 
+#include "autograd/hooks.h"
 #include "tensor/tensor.h"
 
 namespace ringgrad::nn {
@@ -31,13 +33,12 @@ class Module {
   /// so that wrappers such as fully sharded data parallelism can act before and after.
   Tensor operator()(const Tensor& x);
 
-  /// Runs before every call through operator() (torch's register_forward_pre_hook).
-  void register_forward_pre_hook(std::function<void(Module&)> hook);
+  /// Runs before every call through operator() (torch's register_forward_pre_hook) until the
+  /// returned handle removes it (autograd/hooks.h); hooks run in the order they were added.
+  [[nodiscard]] autograd::RemovableHandle register_forward_pre_hook(std::function<void(Module&)> hook);
   /// Runs after every call through operator() and may replace the output
-  /// (torch's register_forward_hook).
-  void register_forward_hook(std::function<Tensor(Module&, const Tensor& output)> hook);
-  /// Removes both kinds of hooks (a wrapper that registered them is going away).
-  void clear_forward_hooks();
+  /// (torch's register_forward_hook), until the returned handle removes it.
+  [[nodiscard]] autograd::RemovableHandle register_forward_hook(std::function<Tensor(Module&, const Tensor& output)> hook);
 
   /// Parameters of this module and its children, depth-first in registration order.
   NamedTensors named_parameters() const;
@@ -80,8 +81,14 @@ class Module {
  private:
   void collect(const std::string& prefix, NamedTensors& out, bool buffers) const;
 
-  std::vector<std::function<void(Module&)>> forward_pre_hooks_;
-  std::vector<std::function<Tensor(Module&, const Tensor&)>> forward_hooks_;
+  // One entry per hook, a pre-hook or a hook (the other is empty). Shared with the handles
+  // that remove them, so that a handle may outlive the module.
+  struct ForwardHook {
+    std::uint64_t id;
+    std::function<void(Module&)> pre;
+    std::function<Tensor(Module&, const Tensor&)> post;
+  };
+  std::shared_ptr<std::vector<ForwardHook>> hooks_ = std::make_shared<std::vector<ForwardHook>>();
   NamedTensors parameters_;
   NamedTensors buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;

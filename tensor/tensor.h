@@ -107,6 +107,12 @@ class Tensor {
   std::shared_ptr<AutogradMeta> autograd_;
 };
 
+/// A post-accumulate-grad hook and the id its handle removes it by (autograd/hooks.h).
+struct GradHook {
+  std::uint64_t id;
+  std::function<void(Tensor&)> fn;
+};
+
 /// What autograd knows about a tensor. Defined here so Tensor can hold it; autograd/ fills it.
 struct AutogradMeta {
   bool requires_grad = false;
@@ -115,9 +121,11 @@ struct AutogradMeta {
   std::shared_ptr<autograd::Node> grad_fn;
   /// A leaf's gradient sink in the current graph; weak so the graph owns it.
   std::weak_ptr<autograd::Node> grad_accumulator;
-  /// Called after this leaf's gradient is fully accumulated in a backward pass
-  /// (PyTorch's register_post_accumulate_grad_hook). DDP starts communication here.
-  std::vector<std::function<void(Tensor&)>> post_accumulate_grad_hooks;
+  /// Called after this leaf's gradient is fully accumulated in a backward pass, in the order
+  /// they were added. Only autograd::register_post_accumulate_grad_hook adds one; the handle it
+  /// returns removes it. Shared with those handles, so that one may outlive the tensor; null
+  /// until the first hook. DDP starts communication here.
+  std::shared_ptr<std::vector<GradHook>> post_accumulate_grad_hooks;
 };
 
 template <typename T>

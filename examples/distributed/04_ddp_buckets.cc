@@ -37,8 +37,8 @@ double train(parallel::Accelerator& acc, const std::string& strategy, double buc
     auto [x, y] = toy::samples(toy::range(step * 64 + acc.rank() * local, local));
     dp->zero_grad();
     loss = cross_entropy(dp->forward(x), y);
-    dp->backward(loss);  // buckets start their all-reduce from inside this call
-    dp->step();          // waits for the rest, then updates
+    dp->backward(loss);  // buckets start their all-reduce inside; it returns with them averaged
+    dp->step();          // only updates
   }
   return dp->stats().wait_seconds;
 }

@@ -11,6 +11,7 @@
 #include "autograd/ops.h"
 #include "examples/distributed/toy.h"
 #include "nn/parallel/accelerator.h"
+#include "nn/parallel/training_state.h"
 
 using namespace ringgrad;
 namespace parallel = ringgrad::nn::parallel;
@@ -32,9 +33,9 @@ int main() {
       dp->step();
     }
     // Gradients are still held (not zeroed), as during a step: measure now.
-    const auto use = dp->memory_use();
+    const auto use = parallel::memory_use(*dp);
     std::vector<float> flat;
-    for (auto& [name, t] : dp->full_state_dict()) {
+    for (auto& [name, t] : parallel::full_state_dict(*dp)) {
       if (name.rfind("optimizer", 0) != 0) for (float v : t.to_vector<float>()) flat.push_back(v);
     }
     double diff = 0;

@@ -23,6 +23,7 @@
 #include "nn/data/char_dataset.h"
 #include "nn/data/idx.h"
 #include "nn/parallel/accelerator.h"
+#include "nn/parallel/training_state.h"
 #include "nn/transformer/checkpoint.h"
 #include "nn/transformer/train_config.h"
 #include "nn/transformer/train_step.h"
@@ -256,7 +257,7 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
     for (double w : acc.gather(comm_wait_seconds / train_seconds)) waits.push_back(fmt::format("{:.1f}%", 100 * w));
     if (acc.world_size() > 1) acc.print("comm wait by rank: {}\n", fmt::join(waits, ", "));
   }
-  const auto use = dp->memory_use();  // measured before evaluation, with this step's gradients held
+  const auto use = parallel::memory_use(*dp);  // measured before evaluation, with this step's gradients held
   constexpr double kMiB = 1 << 20;
   acc.print("model state on rank 0: parameters {:.2f} MiB, gradients {:.2f} MiB, optimizer {:.2f} MiB; peak {} {:.0f} MiB\n",
             use.params / kMiB, use.grads / kMiB, use.optimizer / kMiB, device.is_cpu() ? "RSS" : "GPU memory",
@@ -266,7 +267,7 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
 
   // Sample from a whole copy of the model on rank 0 (sharded strategies hold only pieces).
   if (sampling.tokens == 0) return 0;
-  const nn::StateDict full = dp->full_state_dict();
+  const nn::StateDict full = parallel::full_state_dict(*dp);
   if (!acc.is_main_process()) return 0;
   nn::GPT sampler(cfg.model);
   sampler.to(device);

@@ -1,3 +1,6 @@
+// Accelerator's pieces: the communicator from the launcher's environment (one process without
+// one), the batch split, small collectives on one double, checkpoints written by rank 0 and read
+// by all, and the GPU each local rank takes.
 #include "nn/parallel/accelerator.h"
 
 #include <sys/resource.h>
@@ -6,6 +9,7 @@
 #include <stdexcept>
 
 #include "nn/parallel/tensor_buffer.h"
+#include "nn/parallel/training_state.h"
 #include "nn/safetensors.h"
 #include "tensor/cuda_runtime.h"
 
@@ -108,7 +112,7 @@ double peak_memory_mib(Device device) {
 }
 
 void Accelerator::save(DataParallel& dp, const std::string& path, const std::map<std::string, std::string>& metadata) {
-  StateDict state = dp.full_state_dict();
+  StateDict state = full_state_dict(dp);
   std::map<std::string, std::string> meta = metadata;
   meta.emplace("strategy", dp.name());
   meta.emplace("world_size", std::to_string(world_size()));
@@ -118,7 +122,7 @@ void Accelerator::save(DataParallel& dp, const std::string& path, const std::map
 
 std::map<std::string, std::string> Accelerator::load(DataParallel& dp, const std::string& path) {
   SafetensorsFile file = load_safetensors(path);
-  dp.load_full_state_dict(file.tensors);
+  load_full_state_dict(dp, file.tensors);
   return file.metadata;
 }
 

@@ -15,7 +15,7 @@
 
 #include "collectives/communicator.h"
 #include "nn/data/distributed_sampler.h"
-#include "nn/parallel/data_parallel.h"
+#include "nn/parallel/make_data_parallel.h"
 
 namespace ringgrad::nn::parallel {
 

@@ -1,12 +1,13 @@
-// DataParallel: what every data-parallel strategy does to a training step. Each rank holds a
-// replica (or a shard) of the model, computes gradients on its own slice of the batch, and the
-// strategy makes the update the same as one process would make on the whole batch:
+// DataParallel: what every data-parallel strategy shares. Each rank holds a replica (or a
+// shard) of the model, computes gradients on its own slice of the batch, and the strategy
+// makes the update the same as one process would make on the whole batch:
 //
 //   dp.zero_grad();
-//   dp.backward(loss);            // gradients, with communication overlapped where it can be
-//   dp.step(max_grad_norm);       // finish communication, clip, update
+//   dp.backward(loss);            // gradients, communication overlapped where it can be
+//   dp.step(max_grad_norm);       // finish what backward left, clip, update
 //
-// Strategies (one file each): ddp_naive, ddp, zero (stages 1 and 2), fsdp.
+// Strategies (one file each): ddp_naive, ddp, zero (stages 1 and 2), fsdp; make_data_parallel.h
+// picks one by name, training_state.h gathers checkpoints and counts memory.
 #pragma once
 
 #include <functional>
@@ -14,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include "autograd/engine.h"
+#include "autograd/hooks.h"
 #include "collectives/communicator.h"
 #include "nn/module.h"
 #include "nn/optim.h"
@@ -30,14 +33,16 @@ struct CommStats {
   double bytes = 0;         // bytes handed to collectives (nccl-tests' "size")
 };
 
+struct MemoryUse;
+
 class DataParallel {
  public:
   /// Wraps `model` (the same on every rank after construction: rank 0's values are broadcast)
   /// and builds the optimizer over `groups` (parameters of `model`) with `make_optimizer`.
   DataParallel(std::shared_ptr<Module> model, collectives::Communicator& comm, std::vector<ParamGroup> groups,
                const OptimizerFactory& make_optimizer);
-  /// Removes the gradient hooks the strategy put on the parameters.
-  virtual ~DataParallel();
+  /// Removes the hooks the strategy put on the parameters, and only those.
+  virtual ~DataParallel() = default;
   DataParallel(const DataParallel&) = delete;
   DataParallel& operator=(const DataParallel&) = delete;
 
@@ -48,15 +53,17 @@ class DataParallel {
   virtual std::string name() const = 0;
 
   /// The model on a batch (call modules inside through operator() so hooks run).
-  virtual Tensor forward(const Tensor& x) { return (*model_)(x); }
+  Tensor forward(const Tensor& x) { return (*model_)(x); }
   /// Backward of this rank's loss. Outside no_sync() the gradients are reduced across ranks
-  /// (averaged); inside, they only accumulate locally.
-  virtual void backward(const Tensor& loss);
-  /// Finishes the gradient reduction, clips the global gradient norm to `max_grad_norm` when
-  /// positive, and updates the parameters. Returns the norm before clipping (0 when not clipping).
+  /// (averaged); inside, they only accumulate locally. What p.grad() holds when it returns is
+  /// the strategy's (its header says): DDP's are already the average over ranks.
+  virtual void backward(const Tensor& loss) { ringgrad::backward(loss); }
+  /// Finishes the gradient communication backward left (ZeRO, FSDP), clips the global gradient
+  /// norm to `max_grad_norm` when positive, and updates the parameters. Returns the norm before
+  /// clipping (0 when not clipping).
   double step(double max_grad_norm = 0);
   /// Clears gradients before the next step.
-  virtual void zero_grad();
+  virtual void zero_grad() { optimizer_->zero_grad(); }
   void set_lr(double lr) { optimizer_->set_lr(lr); }
 
   /// RAII scope in which backward() accumulates gradients without communicating
@@ -74,36 +81,22 @@ class DataParallel {
   };
   [[nodiscard]] NoSync no_sync() { return NoSync(*this); }
 
-  /// Collective: the whole training state — parameters by name, optimizer state as
-  /// "optimizer.<state>.<parameter>" — complete on rank 0 (other ranks get an empty dict).
-  StateDict full_state_dict();
-  /// Loads a full state (any world size saved it): every rank passes the same dict and keeps
-  /// its part. Throws std::invalid_argument naming a missing or mis-shaped entry.
-  void load_full_state_dict(const StateDict& state);
-
-  /// Bytes this rank keeps for parameters, gradients and optimizer state (ZeRO's measure).
-  struct MemoryUse {
-    double params = 0, grads = 0, optimizer = 0;
-  };
-  virtual MemoryUse memory_use() const;
-
   const CommStats& stats() const { return stats_; }
   void reset_stats() { stats_ = {}; }
 
  protected:
-  /// Makes every rank's gradients the average over ranks (or reduced shards), blocking.
-  virtual void synchronize_gradients() = 0;
-  /// After the optimizer step (ZeRO: all-gather the updated shards).
+  /// Around the optimizer step: ZeRO and FSDP finish reducing gradients to the shard owners
+  /// before it, ZeRO all-gathers the updated shards after it. Replicas have nothing to do.
+  virtual void before_step() {}
   virtual void after_step() {}
-  /// Square of the global L2 norm of the gradients the optimizer will use.
-  virtual double grad_norm_squared();
-  /// The full value of parameter i / of optimizer state `name` of parameter i (collective
-  /// for sharded strategies), and their inverse.
-  virtual Tensor full_parameter(std::size_t i);
-  virtual Tensor full_optimizer_state(std::size_t i, const std::string& name);
-  virtual void load_parameter(std::size_t i, const Tensor& full);
-  virtual void load_optimizer_state(std::size_t i, const std::string& name, const Tensor& full);
+  /// The squared gradient norm over all ranks, given this rank's part of it: replicated
+  /// gradients are the same on every rank (`local` is the answer); shard owners add theirs up.
+  virtual double global_norm_squared(double local) { return local; }
 
+  /// Runs `hook(params_[i])` after parameter i's gradient is complete in each backward, for as
+  /// long as this strategy lives (autograd/hooks.h); other hooks on it are left alone. Nothing
+  /// for a frozen parameter (requires_grad false), which never gets a gradient.
+  void add_gradient_hook(std::size_t i, std::function<void(Tensor&)> hook);
   /// Times `fn` into stats_.wait_seconds.
   void timed_wait(const std::function<void()>& fn);
 
@@ -119,31 +112,19 @@ class DataParallel {
   bool sync_enabled_ = true;
   CommStats stats_;
 
-  /// Subclasses whose optimizer does not run over the model's parameters call this from
-  /// their constructor to build it over other tensors (shards), in the same group layout.
-  void rebuild_optimizer(const std::vector<Tensor>& replacements, const OptimizerFactory& make_optimizer);
+  // Checkpoints (training_state.cc, which defines these defaults for replicas): the full value
+  // of parameter i / of optimizer state `name` of parameter i (collective for sharded
+  // strategies), and their inverse.
+  virtual Tensor full_parameter(std::size_t i);
+  virtual Tensor full_optimizer_state(std::size_t i, const std::string& name);
+  virtual void load_parameter(std::size_t i, const Tensor& full);
+  virtual void load_optimizer_state(std::size_t i, const std::string& name, const Tensor& full);
+  friend StateDict full_state_dict(DataParallel& dp);
+  friend void load_full_state_dict(DataParallel& dp, const StateDict& state);
+  friend MemoryUse memory_use(const DataParallel& dp);
 
  private:
-  void broadcast_from_rank0();
+  std::vector<autograd::RemovableHandle> gradient_hooks_;
 };
-
-/// Knobs of the strategies that have them.
-struct DataParallelOptions {
-  /// DDP: bucket size in MiB (PyTorch's bucket_cap_mb).
-  double bucket_cap_mb = 25;
-  /// DDP: start each bucket's all-reduce from backward (true), or all of them after backward
-  /// (false: the same communication without overlap, to measure what overlap hides).
-  bool overlap = true;
-  /// FSDP: the modules gathered one at a time (e.g. the transformer blocks); empty: each child
-  /// of the model.
-  std::vector<std::shared_ptr<Module>> fsdp_units;
-};
-
-/// Builds the strategy `name` ("ddp-naive", "ddp", "zero1", "zero2", "fsdp"). Throws
-/// std::invalid_argument for an unknown name.
-std::unique_ptr<DataParallel> make_data_parallel(const std::string& name, std::shared_ptr<Module> model,
-                                                 collectives::Communicator& comm, std::vector<ParamGroup> groups,
-                                                 const OptimizerFactory& make_optimizer,
-                                                 const DataParallelOptions& options = {});
 
 }  // namespace ringgrad::nn::parallel

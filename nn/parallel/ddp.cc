@@ -1,3 +1,5 @@
+// DDP's buckets and their life in one backward: hooks count each bucket's gradients in, full
+// buckets start their all-reduce in order, and backward ends by sending the rest and waiting.
 #include "nn/parallel/ddp.h"
 
 #include <algorithm>
@@ -49,9 +51,7 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> model, 
     b.pending = m.size();
     buckets_.push_back(std::move(b));
   }
-  for (std::size_t i = 0; i < params_.size(); ++i) {
-    params_[i].autograd_meta().post_accumulate_grad_hooks.push_back([this, i](Tensor&) { on_gradient_ready(i); });
-  }
+  for (std::size_t i = 0; i < params_.size(); ++i) add_gradient_hook(i, [this, i](Tensor&) { on_gradient_ready(i); });
 }
 
 std::vector<std::vector<std::size_t>> DistributedDataParallel::bucket_members() const {
@@ -61,12 +61,8 @@ std::vector<std::vector<std::size_t>> DistributedDataParallel::bucket_members() 
 }
 
 void DistributedDataParallel::backward(const Tensor& loss) {
-  if (sync_enabled_) {
-    wait_all();  // a previous backward's reductions must land before new gradients arrive
-    for (auto& b : buckets_) b.pending = b.members.size();
-    next_launch_ = 0;
-  }
-  DataParallel::backward(loss);
+  DataParallel::backward(loss);  // the hooks count gradients in and start full buckets
+  if (sync_enabled_) finish_all_reduces();
 }
 
 void DistributedDataParallel::on_gradient_ready(std::size_t i) {
@@ -84,8 +80,7 @@ void DistributedDataParallel::on_gradient_ready(std::size_t i) {
 }
 
 void DistributedDataParallel::launch_ready_buckets() {
-  // The last bucket fills only as backward ends: nothing is left to overlap it with, so
-  // synchronize_gradients() reduces it on this thread instead of handing it to the worker.
+  // Every bucket but the last, strictly in order: finish_all_reduces() sends the last one.
   while (next_launch_ + 1 < buckets_.size() && buckets_[next_launch_].pending == 0) {
     Bucket& b = buckets_[next_launch_++];
     if (comm_.world_size() == 1) continue;  // one rank: its gradient is already the average
@@ -94,29 +89,28 @@ void DistributedDataParallel::launch_ready_buckets() {
   }
 }
 
-void DistributedDataParallel::synchronize_gradients() {
-  if (!sync_enabled_) return;
-  // Parameters that took no part in this backward never fired their hook: their buckets go
-  // now (with whatever their gradients hold), in order, so no rank waits forever.
+void DistributedDataParallel::finish_all_reduces() {
+  // 1. Parameters that took no part in this backward never fired their hook: their buckets go
+  //    now (with whatever their gradients hold), in order, so no rank waits forever.
   for (auto& b : buckets_) b.pending = 0;
   launch_ready_buckets();
+  // 2. The last bucket on the training thread. It fills only as backward ends, so there is no
+  //    computation left to overlap it with: handing it to the worker would only add a hand-off
+  //    while this thread waits anyway.
   const Bucket& last = buckets_.back();
   if (comm_.world_size() > 1) {
     timed_wait([&] { comm_.all_reduce(as_buffer(last.flat), as_buffer(last.flat), collectives::ReduceOp::AVG); });
     stats_.bytes += static_cast<double>(last.flat.numel()) * static_cast<double>(dtype_size(last.flat.dtype()));
   }
-  wait_all();
-  for (auto& b : buckets_) b.pending = b.members.size();
-  next_launch_ = 0;
-}
-
-void DistributedDataParallel::wait_all() {
+  // 3. Wait for the buckets still in flight; then every gradient is the average.
   timed_wait([&] {
     for (auto& b : buckets_) {
       b.work.wait();
       b.work = collectives::Work();
     }
   });
+  for (auto& b : buckets_) b.pending = b.members.size();
+  next_launch_ = 0;
 }
 
 void DistributedDataParallel::zero_grad() {

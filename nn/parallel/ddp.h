@@ -1,8 +1,12 @@
 // Distributed data parallel with gradient buckets, after PyTorch DDP (Li et al., VLDB 2020).
-// Gradients live in a few large flat buckets, filled in reverse registration order (the order
-// backward produces them). When a bucket's last gradient is accumulated, its all-reduce starts
-// on the communicator's worker thread while backward goes on computing earlier layers: the
-// communication of late layers hides behind the computation of early ones.
+// Every rank holds the whole model. Gradients live in a few large flat buckets, filled in reverse
+// registration order (the order backward produces them). When a bucket's last gradient is
+// accumulated, its all-reduce starts on the communicator's worker thread while backward goes
+// on computing earlier layers: the communication of late layers hides behind the computation
+// of early ones. Traffic: one all-reduce of all P gradient elements per step, bucket by bucket.
+//
+// When backward() returns (outside no_sync()), every rank's p.grad() is the average of the
+// ranks' gradients, as in PyTorch; step() only clips and updates.
 #pragma once
 
 #include <vector>
@@ -20,14 +24,13 @@ class DistributedDataParallel : public DataParallel {
                           std::vector<ParamGroup> groups, const OptimizerFactory& make_optimizer,
                           double bucket_cap_mb = 25, bool overlap = true, double first_bucket_mb = 1);
   std::string name() const override { return "ddp"; }
+  /// Backward, the buckets all-reduced as they fill; outside no_sync() it returns once every
+  /// bucket is averaged. After no_sync() backwards, this averages what they accumulated too.
   void backward(const Tensor& loss) override;
   /// Zeroes the buckets; each gradient stays a view into its bucket.
   void zero_grad() override;
   /// Parameter indices of each bucket, in launch order (for tests and printing).
   std::vector<std::vector<std::size_t>> bucket_members() const;
-
- protected:
-  void synchronize_gradients() override;
 
  private:
   struct Bucket {
@@ -39,7 +42,7 @@ class DistributedDataParallel : public DataParallel {
   };
   void on_gradient_ready(std::size_t param);
   void launch_ready_buckets();
-  void wait_all();
+  void finish_all_reduces();
 
   std::vector<Bucket> buckets_;
   std::vector<std::size_t> bucket_of_;     // param index -> bucket index

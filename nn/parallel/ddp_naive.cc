@@ -1,10 +1,13 @@
+// The naive strategy's whole communication: one blocking all-reduce per parameter, in
+// parameter order, once backward has finished.
 #include "nn/parallel/ddp_naive.h"
 
 #include "nn/parallel/tensor_buffer.h"
 
 namespace ringgrad::nn::parallel {
 
-void NaiveDataParallel::synchronize_gradients() {
+void NaiveDataParallel::backward(const Tensor& loss) {
+  DataParallel::backward(loss);
   if (!sync_enabled_ || comm_.world_size() == 1) return;
   timed_wait([&] {
     for (Tensor& p : params_) {

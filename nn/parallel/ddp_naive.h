@@ -1,6 +1,7 @@
 // Naive data parallelism, the baseline: after backward, all-reduce every gradient, one at a
 // time, and divide by the world size. Correct and simple; nothing overlaps, and every small
-// tensor pays a full collective latency.
+// tensor pays a full collective latency. As with ddp, p.grad() is the average over ranks when
+// backward() returns (outside no_sync()).
 #pragma once
 
 #include "nn/parallel/data_parallel.h"
@@ -11,9 +12,7 @@ class NaiveDataParallel : public DataParallel {
  public:
   using DataParallel::DataParallel;
   std::string name() const override { return "ddp-naive"; }
-
- protected:
-  void synchronize_gradients() override;
+  void backward(const Tensor& loss) override;
 };
 
 }  // namespace ringgrad::nn::parallel

@@ -1,3 +1,6 @@
+// FSDP's units: which parameters each gathers, the module hooks that gather and free them
+// around forward, the identity op that gathers them again before backward, and the hooks that
+// reduce-scatter a unit's gradients once all of them are complete.
 #include "nn/parallel/fsdp.h"
 
 #include <algorithm>
@@ -52,19 +55,13 @@ FullyShardedDataParallel::FullyShardedDataParallel(std::shared_ptr<Module> model
   // Hooks: units gather around their own forward; the root around the whole model's.
   for (std::size_t u = 0; u < units_.size(); ++u) {
     Module& module = u + 1 < units_.size() ? *units[u] : *model_;
-    hooked_.push_back(u + 1 < units_.size() ? units[u] : model_);
-    module.register_forward_pre_hook([this, u](Module&) { gather(units_[u]); });
+    forward_hooks_.push_back(module.register_forward_pre_hook([this, u](Module&) { gather(units_[u]); }));
     if (u + 1 < units_.size()) {
-      module.register_forward_hook([this, u](Module&, const Tensor& y) { return after_forward(units_[u], y); });
+      forward_hooks_.push_back(
+          module.register_forward_hook([this, u](Module&, const Tensor& y) { return after_forward(units_[u], y); }));
     }
-    for (std::size_t i : units_[u].members) {
-      params_[i].autograd_meta().post_accumulate_grad_hooks.push_back([this, u](Tensor&) { on_gradient_ready(units_[u]); });
-    }
+    for (std::size_t i : units_[u].members) add_gradient_hook(i, [this, u](Tensor&) { on_gradient_ready(units_[u]); });
   }
-}
-
-FullyShardedDataParallel::~FullyShardedDataParallel() {
-  for (auto& module : hooked_) module->clear_forward_hooks();
 }
 
 void FullyShardedDataParallel::gather(Unit& unit) {
@@ -113,7 +110,7 @@ void FullyShardedDataParallel::on_gradient_ready(Unit& unit) {
   if (&unit != &units_.back()) release(unit);
 }
 
-void FullyShardedDataParallel::synchronize_gradients() {
+void FullyShardedDataParallel::before_step() {
   if (!sync_enabled_) return;
   for (auto& unit : units_) {  // units some parameter of which received no gradient
     if (unit.reduced) continue;

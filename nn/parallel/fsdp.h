@@ -8,6 +8,11 @@
 //
 // Per rank, with N ranks: (4P + 4P + 8P) / N for parameters, gradients and Adam's state, plus
 // one or two units in full at a time.
+//
+// Unlike DDP, backward() does not leave averaged full gradients. Outside no_sync(), p.grad() is
+// undefined when it returns: each unit whose gradients all arrived sent them to the owners and
+// freed them, and its parameters too (the root unit's stay gathered until step()). The averaged
+// shards arrive in step(). Inside no_sync(), p.grad() accumulates this rank's own gradient.
 #pragma once
 
 #include <vector>
@@ -23,13 +28,12 @@ class FullyShardedDataParallel : public ShardedDataParallel {
   FullyShardedDataParallel(std::shared_ptr<Module> model, collectives::Communicator& comm,
                            std::vector<ParamGroup> groups, const OptimizerFactory& make_optimizer,
                            std::vector<std::shared_ptr<Module>> units);
-  ~FullyShardedDataParallel() override;
   std::string name() const override { return "fsdp"; }
   void backward(const Tensor& loss) override;
   void zero_grad() override;
 
  protected:
-  void synchronize_gradients() override;
+  void before_step() override;
   Tensor full_parameter(std::size_t i) override;
   void load_parameter(std::size_t i, const Tensor& full) override;
 
@@ -47,7 +51,7 @@ class FullyShardedDataParallel : public ShardedDataParallel {
   Tensor after_forward(Unit& unit, const Tensor& output);
 
   std::vector<Unit> units_;  // the last one is the root unit
-  std::vector<std::shared_ptr<Module>> hooked_;
+  std::vector<autograd::RemovableHandle> forward_hooks_;  // removed with this strategy, a user's stay
 };
 
 }  // namespace ringgrad::nn::parallel

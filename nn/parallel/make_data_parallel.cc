@@ -1,8 +1,10 @@
+// The one place that knows every strategy: a name from the command line to its class.
+#include "nn/parallel/make_data_parallel.h"
+
 #include <fmt/format.h>
 
 #include <stdexcept>
 
-#include "nn/parallel/data_parallel.h"
 #include "nn/parallel/ddp.h"
 #include "nn/parallel/ddp_naive.h"
 #include "nn/parallel/fsdp.h"

@@ -1,3 +1,5 @@
+// ZeRO's and FSDP's shared machinery: shard sizes, reduce-scatter of gradients to the owners,
+// all-gather of shards back to full tensors, and the norm and checkpoints of a sharded state.
 #include "nn/parallel/sharded.h"
 
 #include "nn/parallel/tensor_buffer.h"
@@ -8,6 +10,13 @@ namespace ringgrad::nn::parallel {
 void ShardedDataParallel::plan_shards() {
   const std::int64_t world = comm_.world_size();
   for (const Tensor& p : params_) shard_numel_.push_back((p.numel() + world - 1) / world);
+}
+
+void ShardedDataParallel::rebuild_optimizer(const std::vector<Tensor>& shards, const OptimizerFactory& make_optimizer) {
+  std::vector<ParamGroup> groups;
+  for (const auto& group : groups_) groups.push_back({{}, group.weight_decay});
+  for (std::size_t i = 0; i < params_.size(); ++i) groups[slot_[i].first].params.push_back(shards[i]);
+  optimizer_ = make_optimizer(std::move(groups));
 }
 
 void ShardedDataParallel::reduce_scatter_gradient(std::size_t i) {
@@ -44,9 +53,9 @@ void ShardedDataParallel::finish_all_gathers() {
   gathers_.clear();
 }
 
-double ShardedDataParallel::grad_norm_squared() {
+double ShardedDataParallel::global_norm_squared(double local) {
   // Each rank sums its shards; the ranks' sums add up to the full gradient's squared norm.
-  Tensor total = Tensor::full({1}, DataParallel::grad_norm_squared(), DType::Float64);
+  Tensor total = Tensor::full({1}, local, DType::Float64);
   timed_wait([&] { comm_.all_reduce(as_buffer(total), as_buffer(total), collectives::ReduceOp::SUM); });
   return total.item<double>();
 }

@@ -20,6 +20,9 @@ class ShardedDataParallel : public DataParallel {
   std::int64_t padded_numel(std::size_t i) const { return shard_numel_[i] * comm_.world_size(); }
   /// Records the shard sizes of every parameter (called first by subclass constructors).
   void plan_shards();
+  /// Rebuilds the optimizer over `shards` (one per parameter, in params_ order) in the same
+  /// group layout as the model's parameters (called by subclass constructors).
+  void rebuild_optimizer(const std::vector<Tensor>& shards, const OptimizerFactory& make_optimizer);
 
   /// Starts the reduce-scatter of parameter i's full gradient into its shard's gradient
   /// (averaged over ranks). The gradient is copied into a padded buffer first, so the caller
@@ -31,7 +34,7 @@ class ShardedDataParallel : public DataParallel {
   void all_gather_into(const Tensor& shard, const Tensor& full, bool async);
   void finish_all_gathers();
 
-  double grad_norm_squared() override;
+  double global_norm_squared(double local) override;
   Tensor full_optimizer_state(std::size_t i, const std::string& name) override;
   void load_optimizer_state(std::size_t i, const std::string& name, const Tensor& full) override;
   /// This rank's slice [rank * shard, (rank + 1) * shard) of `full` (parameter i's shape),

@@ -1,3 +1,5 @@
+// ZeRO stages 1 and 2 on top of the sharded machinery: the optimizer's tensors are views into
+// each parameter's own (padded) storage, so the update and the all-gather after it are in place.
 #include "nn/parallel/zero.h"
 
 #include <fmt/format.h>
@@ -22,7 +24,7 @@ ZeroDataParallel::ZeroDataParallel(std::shared_ptr<Module> model, collectives::C
     shards_.emplace_back(p.storage(), Shape{shard_numel(i)}, Strides{1}, comm_.rank() * shard_numel(i), p.dtype());
     shards_.back().set_requires_grad(true);
     if (stage_ == 2) {
-      p.autograd_meta().post_accumulate_grad_hooks.push_back([this, i](Tensor& param) {
+      add_gradient_hook(i, [this, i](Tensor& param) {
         if (!sync_enabled_) return;
         reduce_scatter_gradient(i);
         reduced_[i] = true;
@@ -38,7 +40,7 @@ void ZeroDataParallel::backward(const Tensor& loss) {
   DataParallel::backward(loss);
 }
 
-void ZeroDataParallel::synchronize_gradients() {
+void ZeroDataParallel::before_step() {
   if (!sync_enabled_) return;
   // Stage 1 sends everything now; stage 2 only what no hook sent (unused parameters), in
   // parameter order so every rank issues the same sequence.

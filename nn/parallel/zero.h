@@ -5,6 +5,12 @@
 //
 // Per rank, with N ranks and P parameters of 4 bytes and Adam's two moments:
 //   DDP 4P + 4P + 8P;  stage 1 4P + 4P + 8P/N;  stage 2 4P + 4P/N + 8P/N (plus buffers in flight).
+//
+// Unlike DDP, backward() does not leave averaged full gradients. Stage 1: p.grad() holds this
+// rank's own (unaveraged) gradient until zero_grad(); step() reduce-scatters it. Stage 2:
+// p.grad() is undefined after a backward outside no_sync() (each gradient was sent from its
+// hook and freed; inside no_sync() it accumulates locally), and the averaged shards arrive in
+// step(). Either way the averaged gradient exists only as this rank's shard, during step().
 #pragma once
 
 #include "nn/parallel/sharded.h"
@@ -23,7 +29,7 @@ class ZeroDataParallel : public ShardedDataParallel {
   void zero_grad() override;
 
  protected:
-  void synchronize_gradients() override;
+  void before_step() override;
   void after_step() override;
 
  private:

@@ -7,6 +7,7 @@
 #include "autograd/engine.h"
 #include "autograd/node.h"
 #include "autograd/grad_mode.h"
+#include "autograd/hooks.h"
 #include "autograd/ops.h"
 
 using namespace ringgrad;
@@ -37,7 +38,7 @@ TEST_CASE("gradients accumulate across backward calls until reset") {
 TEST_CASE("the post-accumulate hook fires once per backward, after all contributions") {
   Tensor w = leaf({2.0});
   std::vector<double> seen;
-  w.autograd_meta().post_accumulate_grad_hooks.push_back([&](Tensor& t) { seen.push_back(t.grad().item<double>()); });
+  auto handle = autograd::register_post_accumulate_grad_hook(w, [&](Tensor& t) { seen.push_back(t.grad().item<double>()); });
   Tensor y = w * 3.0 + w * w;  // two paths into w: 3 + 2w = 7
   backward(sum(y));
   REQUIRE(seen == std::vector<double>{7.0});

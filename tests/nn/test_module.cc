@@ -1,10 +1,14 @@
-// Modules: parameter naming, state_dict round trips through .safetensors, load errors.
+// Modules: parameter naming, state_dict round trips through .safetensors, load errors, forward
+// hooks and the handles that remove them.
 #include <catch2/catch.hpp>
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
+#include "autograd/ops.h"
 #include "nn/linear.h"
 #include "nn/safetensors.h"
 #include "tensor/random.h"
@@ -85,4 +89,23 @@ TEST_CASE("a corrupt or truncated checkpoint is an error naming the file") {
   REQUIRE_THROWS_WITH(load_safetensors(path), Catch::Contains("does not fit"));
   std::filesystem::remove(path);
   REQUIRE_THROWS_WITH(load_safetensors(path), Catch::Contains("cannot open"));
+}
+
+TEST_CASE("forward hooks run around forward, and each handle removes only its own") {
+  manual_seed(1);
+  auto model = mlp();
+  const Tensor x = Tensor::ones({1, 4});
+  const std::vector<float> plain = (*model)(x).to_vector<float>();
+  std::vector<std::string> log;
+  auto pre = model->register_forward_pre_hook([&](Module&) { log.push_back("pre"); });
+  auto doubled = model->register_forward_hook([&](Module&, const Tensor& y) {
+    log.push_back("post");
+    return y * 2.0;
+  });
+  const std::vector<float> hooked = (*model)(x).to_vector<float>();
+  REQUIRE(log == std::vector<std::string>{"pre", "post"});
+  for (std::size_t i = 0; i < plain.size(); ++i) REQUIRE(hooked[i] == 2 * plain[i]);
+  doubled.remove();  // the output is the module's own again; the pre-hook stays
+  REQUIRE((*model)(x).to_vector<float>() == plain);
+  REQUIRE(log == std::vector<std::string>{"pre", "post", "pre"});
 }

@@ -12,8 +12,9 @@
 #include "nn/linear.h"
 #include "nn/optim.h"
 #include "nn/parallel/accelerator.h"
-#include "nn/parallel/data_parallel.h"
+#include "nn/parallel/make_data_parallel.h"
 #include "nn/parallel/tensor_buffer.h"
+#include "nn/parallel/training_state.h"
 #include "nn/safetensors.h"
 #include "tests/support/multiprocess.h"
 #include "tensor/random.h"
@@ -80,7 +81,7 @@ TEST_CASE("a checkpoint saved on 2 ranks resumes on 1 and on 2 ranks with the sa
       auto model = make_model(1);
       auto dp = make_data_parallel(strategy, model, comm, {{model->parameters()}}, adamw);
       for (int step = 0; step < 3; ++step) train_step(*dp, step);
-      StateDict state = dp->full_state_dict();
+      StateDict state = full_state_dict(*dp);
       if (comm.rank() == 0) save_safetensors(ckpt, state, {{"step", "3"}});
       comm.barrier();
       const double next = train_step(*dp, 3);
@@ -96,7 +97,7 @@ TEST_CASE("a checkpoint saved on 2 ranks resumes on 1 and on 2 ranks with the sa
         collectives::Communicator comm(config);
         auto model = make_model(2);
         auto dp = make_data_parallel(strategy, model, comm, {{model->parameters()}}, adamw);
-        dp->load_full_state_dict(load_safetensors(ckpt).tensors);
+        load_full_state_dict(*dp, load_safetensors(ckpt).tensors);
         const double next = train_step(*dp, 3);
         check(std::abs(next - expected) < 1e-12,
               fmt::format("{} resumed on {} rank(s): next loss {:.17g}, uninterrupted {:.17g}", strategy, world, next, expected));

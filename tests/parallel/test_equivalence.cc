@@ -13,8 +13,9 @@
 #include "collectives/communicator.h"
 #include "nn/linear.h"
 #include "nn/optim.h"
-#include "nn/parallel/data_parallel.h"
+#include "nn/parallel/make_data_parallel.h"
 #include "nn/parallel/tensor_buffer.h"
+#include "nn/parallel/training_state.h"
 #include "nn/safetensors.h"
 #include "tests/support/multiprocess.h"
 #include "tensor/random.h"
@@ -112,7 +113,7 @@ void train_distributed(const Setup& s, const transport::Config& config) {
     dp->step(s.max_norm);
   }
   // Compare the full parameters (gathered for sharded strategies) with the reference.
-  const StateDict full = dp->full_state_dict();
+  const StateDict full = full_state_dict(*dp);
   if (comm.rank() != 0) return;
   const std::vector<Tensor> expected = reference_parameters(s);
   const double tolerance = s.dtype == DType::Float64 ? 1e-10 : 1e-5;
