@@ -1,3 +1,6 @@
+// backward() in two passes over the recorded graph: count the edges into every reachable node,
+// then run each node once all of its incoming gradients are summed (Kahn's algorithm), releasing
+// it as soon as it has run so activations are freed during backward.
 #include "autograd/engine.h"
 
 #include <stdexcept>

@@ -1,3 +1,5 @@
+// GradMode's switch lives in a thread_local: a NoGradGuard on one thread (evaluation, an
+// optimizer step) leaves recording on for every other thread.
 #include "autograd/grad_mode.h"
 
 namespace ringgrad {

@@ -1,3 +1,5 @@
+// linear as one graph node: the fused forward and backward kernels of tensor/linear.h, timed as
+// matmul work by the op profiler; dx is computed only when x requires grad.
 #include "autograd/linear.h"
 
 #include "autograd/node.h"

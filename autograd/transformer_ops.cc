@@ -1,3 +1,5 @@
+// layer_norm, causal self-attention and dropout as graph nodes. Each forward saves only what its
+// hand-written backward reads: the per-row mean and 1/std, the attention probabilities, the mask.
 #include "autograd/transformer_ops.h"
 
 #include "autograd/node.h"

@@ -1,3 +1,5 @@
+// Linear with PyTorch's initialisation (weight and bias uniform in +-1/sqrt(in_features)), ReLU,
+// and Sequential, which calls each layer through operator() so module hooks run.
 #include "nn/linear.h"
 
 #include <cmath>

@@ -1,3 +1,5 @@
+// CosineSchedule::at: the learning rate at iteration `it`, a linear warmup to the peak and a half
+// cosine down to min_lr by decay_iters, then min_lr (nanoGPT's get_lr).
 #include "nn/lr_schedule.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// Writing and reading .safetensors files: the JSON header built and parsed with nlohmann::json,
+// and every length and data offset checked against the file's size before a byte is copied.
 #include "nn/safetensors.h"
 
 #include <fmt/format.h>

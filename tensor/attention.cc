@@ -1,3 +1,6 @@
+// The CPU causal attention kernels: per (batch, head) a GEMM for the scores on strided rows of
+// qkv, a masked softmax of each row up to the diagonal, a GEMM for the output; the backward
+// retraces the same steps from the saved probabilities.
 #include "tensor/attention.h"
 
 #include <fmt/format.h>

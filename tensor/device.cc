@@ -1,3 +1,5 @@
+// Device names both ways: str() gives "cpu" or "cuda:N", parse() reads "cpu", "cuda" and
+// "cuda:N" and throws for anything else.
 #include "tensor/device.h"
 
 #include <charconv>

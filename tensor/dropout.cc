@@ -1,3 +1,5 @@
+// The dropout mask on the CPU: element i is 1/(1-p) or 0 as the hash of (seed, offset + i)
+// decides, so the GPU twin draws the same mask; the generator then advances by the mask's size.
 #include "tensor/dropout.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,4 @@
+// Sizes and names of the dtypes ("float32", "float64", "int64"), as PyTorch prints them.
 #include "tensor/dtype.h"
 
 namespace ringgrad {

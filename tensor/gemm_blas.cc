@@ -1,3 +1,5 @@
+// GEMM through OpenBLAS's cblas_sgemm and cblas_dgemm, loaded at first use (tensor/openblas.h);
+// in a build without BLAS the same entry points throw.
 #include <stdexcept>
 
 #include "tensor/gemm.h"

@@ -1,3 +1,5 @@
+// The reference GEMM: three loops over C's rows, columns and the inner dimension, reading op(A)
+// and op(B) through their strides. Slow and obviously right: what the BLAS path is tested against.
 #include "tensor/gemm.h"
 
 namespace ringgrad::kernels {

@@ -1,3 +1,5 @@
+// index_select / index_add_ (rows of a table, for embeddings) and gather / scatter_add_ (one
+// element per row along a dimension, for cross-entropy), each index checked against its bound.
 #include "tensor/index.h"
 
 #include <fmt/format.h>

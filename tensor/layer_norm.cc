@@ -1,3 +1,5 @@
+// The fused layer norm kernels on the CPU: per row of C channels, mean and 1/std in one pass and
+// the output in a second; the backward uses the saved statistics, not the input's again.
 #include "tensor/layer_norm.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The Linear kernels: bias copied into each row of y and the GEMM accumulated onto it (beta = 1),
+// then in backward dx = dy W, dW = dy^T x and db as column sums, all on the layouts at hand.
 #include "tensor/linear.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// matmul onto GEMM calls: [..., M, K] @ [K, N] folded into one large GEMM, broadcast batches as
+// one strided batched GEMM, and a copy only for operands that no BLAS layout can read.
 #include "tensor/matmul.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The op profiler's clock: per-kind totals of wall time, with the GPUs synchronised at every
+// scope boundary while profiling is on, so a kernel's time lands on the kind that queued it.
 #include "tensor/op_profile.h"
 
 #include "tensor/cuda_runtime.h"

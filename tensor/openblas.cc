@@ -1,3 +1,5 @@
+// Loading OpenBLAS with dlopen at first use: on a CPU with the AVX-512 sets the SkylakeX kernels
+// need, OPENBLAS_CORETYPE=SkylakeX is set for the load unless the user chose a core.
 #include "tensor/openblas.h"
 
 #include <dlfcn.h>

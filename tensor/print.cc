@@ -1,3 +1,5 @@
+// Tensor printing with PyTorch's layout: nested brackets, one width for every number, and over
+// 1,000 elements only the first and last 3 of each dimension with "..." between.
 #include "tensor/print.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// The Generator's draws: each is a hash of (seed, counter), so a value depends on its position
+// only; normals by Box-Muller, integers below n by rejection, and the uniform_ and normal_ fills.
 #include "tensor/random.h"
 
 #include <cmath>

@@ -1,3 +1,6 @@
+// Sums, means and maxima over dimensions: one strided loop writes into an output that has
+// stride 0 along the reduced dims (a float row summed to one value accumulates in double), and
+// sum_to undoes broadcasting.
 #include "tensor/reduce.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// Shape arithmetic: element counts, row-major strides, broadcast shapes (NumPy's rule, aligned
+// from the last dimension) and their printed form "[2, 3]".
 #include "tensor/shape.h"
 
 #include <fmt/format.h>

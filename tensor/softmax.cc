@@ -1,3 +1,5 @@
+// Softmax and log-softmax row by row on the CPU, each row shifted by its maximum first, and
+// their backward passes from the saved output.
 #include "tensor/softmax.h"
 
 #include <algorithm>

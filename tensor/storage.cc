@@ -1,3 +1,5 @@
+// Storage's memory: 64-byte aligned host blocks from a heap told to keep freed memory (why, and
+// the price, below), device blocks from the CUDA caching allocator, and copies between them.
 #include "tensor/storage.h"
 
 #include <algorithm>

@@ -1,3 +1,5 @@
+// Tensor's factories, metadata checks, element access (item, to_vector, raw pointers at the
+// view's offset), moves between devices and the autograd fields it carries.
 #include "tensor/tensor.h"
 
 #include <fmt/format.h>

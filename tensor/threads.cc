@@ -1,3 +1,4 @@
+// set_num_threads: hands the thread count to OpenBLAS, the one multi-threaded piece.
 #include "tensor/threads.h"
 
 #include <stdexcept>

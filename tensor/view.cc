@@ -1,3 +1,6 @@
+// The view kernels (view, reshape, transpose, permute, narrow, expand, squeeze, unsqueeze) that
+// only rewrite shape, strides and offset, and the copies that materialise one: contiguous,
+// clone, to_dtype, copy_.
 #include "tensor/view.h"
 
 #include <fmt/format.h>

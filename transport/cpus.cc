@@ -1,3 +1,4 @@
+// allowed_cpus: the CPUs in this process's affinity mask (sched_getaffinity), in ascending order.
 #include "transport/cpus.h"
 
 #include <sched.h>

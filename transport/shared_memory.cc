@@ -1,3 +1,6 @@
+// POSIX shared memory and futexes: segments created or opened by name, mapped and unlinked by
+// their owner, a sweep of a dead process's leftovers in /dev/shm, and shared (not private) futex
+// waits and wakes so that processes wake each other.
 #include "transport/shared_memory.h"
 
 #include <fcntl.h>

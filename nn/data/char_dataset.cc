@@ -1,3 +1,5 @@
+// The character-level data set: the byte vocabulary and its encode/decode, the 90/10 split, and
+// get_batch drawing B random windows of T+1 tokens (targets are the inputs shifted by one).
 #include "nn/data/char_dataset.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// DistributedSampler's index lists: the epoch's order, padded by cycling from its start (or cut
+// with drop_last) to a multiple of the ranks, then every num_replicas-th index from `rank` on.
 #include "nn/data/distributed_sampler.h"
 
 #include <fmt/format.h>

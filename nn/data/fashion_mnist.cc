@@ -1,3 +1,5 @@
+// Loading Fashion-MNIST from its IDX files: images and labels checked against each other, pixels
+// scaled to [0, 1] and normalised by the training set's mean and standard deviation.
 #include "nn/data/fashion_mnist.h"
 
 #include <fmt/format.h>

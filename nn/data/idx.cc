@@ -1,3 +1,5 @@
+// Reading IDX files through zlib (gzread reads plain and .gz files alike): the magic number, the
+// big-endian sizes, then the bytes, with a DataError naming the file for anything short or odd.
 #include "nn/data/idx.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// The epoch's order (a permutation seeded by seed + epoch, or 0..n-1), its cut into batches, and
+// the gather of a batch's rows out of a data tensor.
 #include "nn/data/loader.h"
 
 #include <stdexcept>

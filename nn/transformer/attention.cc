@@ -1,3 +1,5 @@
+// CausalSelfAttention: c_attn makes [B, T, 3C] in one GEMM, the fused causal attention op
+// reads q, k and v from it per head, and c_proj maps the heads back to C, with dropout after.
 #include "nn/transformer/attention.h"
 
 #include <fmt/format.h>

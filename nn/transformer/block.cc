@@ -1,3 +1,5 @@
+// Block: the two pre-LayerNorm residual branches of a GPT-2 layer, attention then MLP, each
+// added onto the stream x of shape [B, T, C].
 #include "nn/transformer/block.h"
 
 #include "autograd/ops.h"

@@ -1,3 +1,6 @@
+// Saving and resuming GPT training: the model and AdamW's moments under their names, and in the
+// metadata the config, the iteration and the generators' states as text; a load that misses a key
+// says the file is not a ringgrad GPT checkpoint.
 #include "nn/transformer/checkpoint.h"
 
 #include <fmt/format.h>

@@ -1,3 +1,5 @@
+// Embedding: a [num_embeddings, embedding_dim] table drawn from N(0, 1) as torch.nn.Embedding
+// does; forward is a row lookup (the embedding op) by int64 ids.
 #include "nn/transformer/embedding.h"
 
 #include "autograd/ops.h"

@@ -1,3 +1,6 @@
+// The GPT's modules in nanoGPT's order and names, GPT-2's initialisation (N(0, 0.02), residual
+// projections scaled by 1/sqrt(2 n_layer)), forward from token ids to [B, T, V] logits, and
+// sampling with temperature and top-k.
 #include "nn/transformer/gpt.h"
 
 #include <fmt/format.h>

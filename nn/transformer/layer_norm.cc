@@ -1,3 +1,4 @@
+// LayerNorm: weight 1 and bias 0 at initialisation, forward through the fused layer_norm op.
 #include "nn/transformer/layer_norm.h"
 
 #include "autograd/transformer_ops.h"

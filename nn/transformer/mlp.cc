@@ -1,3 +1,4 @@
+// MLP: c_fc to 4C, GELU, c_proj back to C, then dropout (active in training mode only).
 #include "nn/transformer/mlp.h"
 
 #include "autograd/ops.h"

@@ -1,3 +1,5 @@
+// The named presets: baby (the defaults), tiny (seconds, for tests) and shakespeare-char
+// (nanoGPT's config/train_shakespeare_char.py); any other name is an error that lists them.
 #include "nn/transformer/train_config.h"
 
 #include <stdexcept>

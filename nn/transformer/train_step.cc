@@ -1,3 +1,6 @@
+// The plain single-process step (zero_grad, forward, backward, clip, AdamW at this lr), the
+// weight-decay grouping (matrices decay, vectors do not) and the loss estimated over random
+// batches in eval mode without a graph.
 #include "nn/transformer/train_step.h"
 
 #include "autograd/engine.h"

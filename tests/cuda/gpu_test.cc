@@ -1,3 +1,6 @@
+// The GPU tests' shared helpers: the skip (its reason printed once) when no GPU is visible, seeded
+// random inputs made on the CPU, and compare(), which reports the element furthest outside the
+// tolerance.
 #include "gpu_test.h"
 
 #include <fmt/format.h>
