@@ -48,12 +48,19 @@ Algo parse_algo(std::string_view name) {
       fmt::format("unknown algorithm '{}': expected ring, tree, hd, hier, linear, pairwise, bruck or auto", name));
 }
 
-std::string_view backend_name(Backend backend) { return backend == Backend::kNccl ? "nccl" : "ringgrad"; }
+std::string_view backend_name(Backend backend) {
+  switch (backend) {
+    case Backend::kRinggrad: return "ringgrad";
+    case Backend::kNccl: return "nccl";
+    case Backend::kMpi: return "mpi";
+  }
+  return "?";
+}
 
 Backend parse_backend(std::string_view name) {
-  for (Backend b : {Backend::kRinggrad, Backend::kNccl})
+  for (Backend b : {Backend::kRinggrad, Backend::kNccl, Backend::kMpi})
     if (name == backend_name(b)) return b;
-  throw std::invalid_argument(fmt::format("unknown backend '{}': expected ringgrad or nccl", name));
+  throw std::invalid_argument(fmt::format("unknown backend '{}': expected ringgrad, nccl or mpi", name));
 }
 
 bool has_algo(CollKind kind, Algo algo) {

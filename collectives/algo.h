@@ -30,11 +30,12 @@ std::string_view algo_name(Algo algo);
 /// Parses the names above (also "halving_doubling"); throws std::invalid_argument otherwise.
 Algo parse_algo(std::string_view name);
 
-/// Who runs collectives on device buffers: ringgrad's own algorithms over CUDA IPC (or host
-/// staging), or NCCL. Host buffers always take ringgrad's TCP path.
-enum class Backend : uint8_t { kRinggrad, kNccl };
+/// Who runs the calls: ringgrad's own algorithms throughout (over TCP or shared memory, and
+/// CUDA IPC or host staging for device buffers); NCCL for device buffers; or MPI for host
+/// buffers (under mpirun). The buffers the other library does not take stay ringgrad's.
+enum class Backend : uint8_t { kRinggrad, kNccl, kMpi };
 
-/// "ringgrad", "nccl".
+/// "ringgrad", "nccl", "mpi".
 std::string_view backend_name(Backend backend);
 /// Parses the names above; throws std::invalid_argument otherwise.
 Backend parse_backend(std::string_view name);

@@ -24,7 +24,7 @@ struct CommOptions {
   std::size_t chunk_bytes = 128 << 10;
   /// Constants for Algo::kAuto; see calibrate(). Device calls use the same model.
   CostModel model{};
-  /// Who runs collectives on device buffers: RINGGRAD_BACKEND=ringgrad|nccl.
+  /// Who runs the calls: RINGGRAD_BACKEND=ringgrad|nccl (device buffers)|mpi (host buffers).
   Backend backend = Backend::kRinggrad;
   /// Piece size of device transfers (a multiple of 8, 4 KiB to 1 GiB): RINGGRAD_DEVICE_CHUNK_BYTES. Each
   /// same-host peer gets an inbox of 4 pieces in device memory.

@@ -11,6 +11,7 @@
 
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/backends/device_backend.h"
+#include "collectives/backends/mpi_backend.h"
 #include "collectives/check.h"
 #include "collectives/links/host_link.h"
 #include "collectives/links/shm_link.h"
@@ -71,6 +72,9 @@ Communicator::Communicator(std::unique_ptr<transport::Transport> transport, Comm
       hosts_(world_size_ > 1 ? HostLayout::from_store(transport_->store(), world_size_) : HostLayout{{0}}) {
   options_.validate();
   check_backend(options_.backend, rank_);
+#if RINGGRAD_HAVE_MPI
+  if (options_.backend == Backend::kMpi) mpi_ = std::make_unique<MpiBackend>(rank_, world_size_);
+#endif
   worker_ = std::thread([this] { worker_loop(); });
 }
 
@@ -247,7 +251,9 @@ void Communicator::execute(Task& task) {
     try {
       check_agreement(task);
       const uint64_t tag = is_collective(task.kind) ? task.seq : kP2PTagBit | task.tag;
-      if (task.device == kHost) {
+      if (task.device == kHost && mpi_) {
+        run_on_mpi(task);
+      } else if (task.device == kHost) {
         if (is_collective(task.kind) && world_size_ > 1) choose_host_path();
         const std::unique_ptr<Link> link = host_link(tag, is_collective(task.kind));
         if (task.kind == CollKind::kBatchSendRecv) irecv_isend_waitall(*link, task.ops);
@@ -265,6 +271,15 @@ void Communicator::execute(Task& task) {
     }
   }
   complete(*task.state, error);
+}
+
+void Communicator::run_on_mpi(Task& task) {
+#if RINGGRAD_HAVE_MPI
+  if (task.kind == CollKind::kBatchSendRecv) mpi_->run_batch(task.ops, task.tag);
+  else mpi_->run(task.kind, task.args, task.peer, task.tag);
+#else
+  static_cast<void>(task);
+#endif
 }
 
 // A transport failure leaves the ranks out of step: every later call fails with the first error.

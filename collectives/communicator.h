@@ -32,6 +32,7 @@ namespace ringgrad::collectives {
 
 class DeviceBackend;
 class Link;
+class MpiBackend;
 class ShmPeers;
 struct Task;
 
@@ -130,6 +131,7 @@ class Communicator {
   // The link for host memory: shared memory for collectives once set up, else TCP.
   std::unique_ptr<Link> host_link(uint64_t tag, bool collective);
   void break_on(const std::exception& error);
+  void run_on_mpi(Task& task);
 
   std::unique_ptr<transport::Transport> transport_;
   CommOptions options_;
@@ -138,6 +140,7 @@ class Communicator {
   HostLayout hosts_;
   std::vector<std::byte> scratch_;  // used only by the thread running a task
   std::unique_ptr<DeviceBackend> device_;  // made by the first device call; thread running a task
+  std::unique_ptr<MpiBackend> mpi_;        // backend mpi: runs the host calls
   // Made by the first host collective when every rank is on this host; thread running a task.
   std::unique_ptr<ShmPeers> shm_;
   bool shm_decided_ = false;

@@ -17,6 +17,7 @@
 
 #include "bench/perf/device_mirror.h"
 #include "collectives/cost_model.h"
+#include "collectives/backends/mpi_backend.h"
 #include "collectives/reference.h"
 #if RINGGRAD_HAVE_NCCL
 #include "collectives/backends/nccl_backend.h"
@@ -142,6 +143,40 @@ std::vector<Contender> nccl_contenders(Communicator& comm, CollKind kind, int de
   static_cast<void>(kind);
   static_cast<void>(device);
   if (comm.rank() == 0) fmt::print("# nccl left out: ringgrad was built without NCCL\n");
+  return {};
+#endif
+}
+
+// Open MPI (or any MPI) beside ringgrad in one table (--backend both on host memory): the same
+// calls straight on MPI_COMM_WORLD, without ringgrad's argument check. Empty, with a note on
+// rank 0, where MPI cannot run (no MPI build, or not started by mpirun).
+std::vector<Contender> mpi_contenders(Communicator& comm, CollKind kind) {
+#if RINGGRAD_HAVE_MPI
+  try {
+    auto mpi = std::make_shared<collectives::MpiBackend>(comm.rank(), comm.world_size());
+    return {{"mpi", [&comm, kind, mpi](const OpSetup& s) -> std::function<void()> {
+               const int p = comm.world_size(), r = comm.rank();
+               const Layout l = layout(kind, s.count, p, r);
+               const std::size_t count = gathers(kind) ? l.send_count : kind == CollKind::kAllToAll
+                                                                          ? l.recv_count / static_cast<std::size_t>(p)
+                                                                          : l.recv_count;
+               const collectives::CollArgs args{static_cast<const std::byte*>(s.send), static_cast<std::byte*>(s.recv),
+                                                count, s.dtype, s.op, s.root};
+               if (kind == CollKind::kBatchSendRecv) {
+                 const std::vector<collectives::P2POp> ops = {
+                     collectives::P2POp::send(Buffer{s.send, s.count, s.dtype}, (r + 1) % p),
+                     collectives::P2POp::recv(Buffer{s.recv, s.count, s.dtype}, (r + p - 1) % p)};
+                 return [mpi, ops] { mpi->run_batch(ops, 0); };
+               }
+               return [mpi, kind, args] { mpi->run(kind, args, -1, 0); };
+             }, true}};
+  } catch (const collectives::CollectiveError& e) {
+    if (comm.rank() == 0) fmt::print("# mpi left out: {}\n", e.what());
+    return {};
+  }
+#else
+  static_cast<void>(kind);
+  if (comm.rank() == 0) fmt::print("# mpi left out: ringgrad was built without MPI (libopenmpi-dev)\n");
   return {};
 #endif
 }
@@ -341,22 +376,26 @@ int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vect
   app.add_option("--json", o.json, "also write the rows to this JSON file");
   app.add_option("--device", o.device, "cpu (host memory) or cuda (cuda:LOCAL_RANK % GPUs)")
       ->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
-  app.add_option("--backend", o.backend, "ringgrad, nccl, or both in one table (device cuda only for nccl)")
-      ->check(CLI::IsMember({"ringgrad", "nccl", "both"}))->capture_default_str();
+  app.add_option("--backend", o.backend, "ringgrad, nccl (--device cuda), mpi (--device cpu, under mpirun), or both: "
+                                          "ringgrad beside nccl or mpi in one table")
+      ->check(CLI::IsMember({"ringgrad", "nccl", "mpi", "both"}))->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
-    if (o.backend != "ringgrad" && o.device != "cuda")
-      throw std::invalid_argument(fmt::format("--backend {} times device buffers: add --device cuda", o.backend));
+    if (o.backend == "nccl" && o.device != "cuda")
+      throw std::invalid_argument("--backend nccl times device buffers: add --device cuda");
+    if (o.backend == "mpi" && o.device != "cpu")
+      throw std::invalid_argument("--backend mpi times host buffers: --device cpu");
     if (extra && o.device == "cuda") throw std::invalid_argument("this tool's extra contenders time host memory only: --device cpu");
     const transport::Config config = transport::Config::from_env();
     const int device = o.device == "cuda" ? pick_device(config.rank) : collectives::kHost;
     collectives::CommOptions options = collectives::CommOptions::from_env();
-    if (o.backend == "nccl") options.backend = collectives::Backend::kNccl;
+    const bool other = o.backend == "nccl" || o.backend == "mpi";  // the whole communicator on it
+    if (other) options.backend = collectives::parse_backend(o.backend);
     Communicator comm(config, options);
-    auto contenders = ringgrad_contenders(comm, kind, o.backend == "nccl" ? "auto" : o.algo);
-    if (o.backend == "nccl") contenders[0].name = "nccl";
+    auto contenders = ringgrad_contenders(comm, kind, other ? "auto" : o.algo);
+    if (other) contenders[0].name = o.backend;
     if (o.backend == "both") {
-      auto more = nccl_contenders(comm, kind, device);
+      auto more = device == collectives::kHost ? mpi_contenders(comm, kind) : nccl_contenders(comm, kind, device);
       contenders.insert(contenders.end(), more.begin(), more.end());
     }
     if (extra) {

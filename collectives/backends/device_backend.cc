@@ -50,6 +50,9 @@ class RinggradDevice final : public DeviceBackend {
 }  // namespace
 
 void check_backend(Backend backend, int rank) {
+  if (backend == Backend::kMpi && !RINGGRAD_HAVE_MPI)
+    throw CollectiveError(fmt::format("rank {}: backend mpi (--backend or RINGGRAD_BACKEND) but ringgrad was built without MPI "
+                                      "(install libopenmpi-dev and rebuild; or use backend ringgrad)", rank));
   if (backend != Backend::kNccl) return;
   if (!RINGGRAD_HAVE_NCCL)
     throw CollectiveError(fmt::format("rank {}: backend nccl (--backend or RINGGRAD_BACKEND) but ringgrad was built without NCCL "

@@ -29,7 +29,7 @@ class DeviceBackend {
 };
 
 /// Throws CollectiveError naming `rank` when `backend` cannot run here: nccl in a build without
-/// NCCL, or with no GPU visible to this process.
+/// NCCL, or with no GPU visible to this process; mpi in a build without MPI.
 void check_backend(Backend backend, int rank);
 
 /// The backend options.backend names, bound to CUDA device `device`. Collective: every rank
