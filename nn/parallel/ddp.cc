@@ -61,6 +61,10 @@ std::vector<std::vector<std::size_t>> DistributedDataParallel::bucket_members() 
 }
 
 void DistributedDataParallel::backward(const Tensor& loss) {
+  if (sync_enabled_) {  // counted afresh each time: a backward that threw halfway leaves nothing behind
+    for (auto& b : buckets_) b.pending = b.members.size();
+    next_launch_ = 0;
+  }
   DataParallel::backward(loss);  // the hooks count gradients in and start full buckets
   if (sync_enabled_) finish_all_reduces();
 }
@@ -109,8 +113,6 @@ void DistributedDataParallel::finish_all_reduces() {
       b.work = collectives::Work();
     }
   });
-  for (auto& b : buckets_) b.pending = b.members.size();
-  next_launch_ = 0;
 }
 
 void DistributedDataParallel::zero_grad() {

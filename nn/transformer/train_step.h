@@ -1,6 +1,6 @@
 // One step of GPT training and the loss estimate, shared by examples/train_gpt,
-// bench/train_bench and the tests. Kept to plain calls so a data-parallel wrapper can slot
-// its gradient all-reduce in between backward and the optimizer.
+// bench/train_bench and the tests. Kept to plain calls (forward, backward, optimizer step) so a
+// data-parallel wrapper can take over the backward and the step, as nn/parallel does.
 #pragma once
 
 #include <cstdint>
