@@ -69,7 +69,8 @@ Communicator::Communicator(std::unique_ptr<transport::Transport> transport, Comm
       options_(std::move(options)),
       rank_(transport_->rank()),
       world_size_(transport_->world_size()),
-      hosts_(world_size_ > 1 ? HostLayout::from_store(transport_->store(), world_size_) : HostLayout{{0}}) {
+      hosts_(world_size_ > 1 ? HostLayout::from_store(transport_->store(), world_size_) : HostLayout{{0}}),
+      model_hosts_(hosts_.uniform() ? hosts_.hosts() : 1) {
   options_.validate();
   check_backend(options_.backend, rank_);
 #if RINGGRAD_HAVE_MPI
@@ -97,7 +98,7 @@ Algo Communicator::resolve(CollKind kind, Algo algo, std::size_t n) const {
   if (has_algo(kind, options_.algo)) return options_.algo;
   if (kind == CollKind::kBarrier || !is_collective(kind)) return Algo::kAuto;  // one way each
   std::lock_guard lock(mutex_);
-  return options_.model.choose(kind, n, world_size_, hosts_.uniform() ? hosts_.hosts() : 1);
+  return options_.model.choose(kind, n, world_size_, model_hosts_);
 }
 
 std::string Communicator::host_path() const {

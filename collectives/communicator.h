@@ -138,6 +138,7 @@ class Communicator {
   int rank_;
   int world_size_;
   HostLayout hosts_;
+  int model_hosts_;  // hosts as the cost model sees them: hosts_.hosts() when uniform, else 1
   std::vector<std::byte> scratch_;  // used only by the thread running a task
   std::unique_ptr<DeviceBackend> device_;  // made by the first device call; thread running a task
   std::unique_ptr<MpiBackend> mpi_;        // backend mpi: runs the host calls
