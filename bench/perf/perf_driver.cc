@@ -119,6 +119,15 @@ std::vector<Contender> ringgrad_contenders(Communicator& comm, CollKind kind, co
   return out;
 }
 
+// A row's arguments for a library called directly (NCCL, MPI): NCCL's count convention.
+[[maybe_unused]] collectives::CollArgs direct_args(CollKind kind, const OpSetup& s, int p, int r) {
+  const Layout l = layout(kind, s.count, p, r);
+  const std::size_t count = gathers(kind)                ? l.send_count
+                            : kind == CollKind::kAllToAll ? l.recv_count / static_cast<std::size_t>(p)
+                                                          : l.recv_count;
+  return {static_cast<const std::byte*>(s.send), static_cast<std::byte*>(s.recv), count, s.dtype, s.op, s.root};
+}
+
 // NCCL beside ringgrad in one communicator's table (--backend both): its own NCCL communicator,
 // set up through the job's store. Empty, with a note on rank 0, where NCCL cannot run.
 std::vector<Contender> nccl_contenders(Communicator& comm, CollKind kind, int device) {
@@ -127,12 +136,7 @@ std::vector<Contender> nccl_contenders(Communicator& comm, CollKind kind, int de
     auto nccl = std::make_shared<collectives::NcclBackend>(comm.store(), comm.rank(), comm.world_size(), device,
                                                            std::chrono::seconds(60), "bench/nccl");
     return {{"nccl", [&comm, kind, nccl](const OpSetup& s) -> std::function<void()> {
-               const Layout l = layout(kind, s.count, comm.world_size(), comm.rank());
-               const std::size_t count = gathers(kind) ? l.send_count : kind == CollKind::kAllToAll
-                                                                             ? l.recv_count / static_cast<std::size_t>(comm.world_size())
-                                                                             : l.recv_count;
-               const collectives::CollArgs args{static_cast<const std::byte*>(s.send), static_cast<std::byte*>(s.recv),
-                                                count, s.dtype, s.op, s.root};
+               const collectives::CollArgs args = direct_args(kind, s, comm.world_size(), comm.rank());
                return [nccl, kind, args] { nccl->run(kind, Algo::kAuto, args, -1, 0); };
              }, true}};
   } catch (const collectives::CollectiveError& e) {
@@ -156,12 +160,7 @@ std::vector<Contender> mpi_contenders(Communicator& comm, CollKind kind) {
     auto mpi = std::make_shared<collectives::MpiBackend>(comm.rank(), comm.world_size());
     return {{"mpi", [&comm, kind, mpi](const OpSetup& s) -> std::function<void()> {
                const int p = comm.world_size(), r = comm.rank();
-               const Layout l = layout(kind, s.count, p, r);
-               const std::size_t count = gathers(kind) ? l.send_count : kind == CollKind::kAllToAll
-                                                                          ? l.recv_count / static_cast<std::size_t>(p)
-                                                                          : l.recv_count;
-               const collectives::CollArgs args{static_cast<const std::byte*>(s.send), static_cast<std::byte*>(s.recv),
-                                                count, s.dtype, s.op, s.root};
+               const collectives::CollArgs args = direct_args(kind, s, p, r);
                if (kind == CollKind::kBatchSendRecv) {
                  const std::vector<collectives::P2POp> ops = {
                      collectives::P2POp::send(Buffer{s.send, s.count, s.dtype}, (r + 1) % p),
