@@ -7,9 +7,11 @@
 
 #include "transport/channel.h"
 
+#include <poll.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 
@@ -147,6 +149,14 @@ Channel::Step Channel::step(Op& op, bool blocking, uint64_t budget, std::string&
       cause = peer_closed;
       return Step::failed;
     } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+      // A blocking call sees EAGAIN when SO_RCVTIMEO/SO_SNDTIMEO expired, but also when the
+      // socket was non-blocking for a moment: Connection::watch() sets and clears the mode of
+      // the file it shares with its duplicate. Only the first is a timeout; for the second,
+      // wait for the socket and try again.
+      if (blocking && !timed_out()) {
+        wait_until_ready();
+        continue;
+      }
       return Step::would_block;
     } else if (errno != EINTR) {
       cause = errno == EPIPE || errno == ECONNRESET ? peer_closed : fmt::format("socket error: {}", std::strerror(errno));
@@ -295,6 +305,16 @@ std::string Channel::timeout_cause() const {
   return fmt::format("no progress for {} s (rank {} may have hung or be waiting on something else; "
                      "set the timeout with RINGGRAD_TIMEOUT or Config::timeout)",
                      std::chrono::duration<double>(conn_.timeout()).count(), conn_.peer());
+}
+
+bool Channel::timed_out() const {
+  return Clock::now() - Clock::time_point(Clock::duration(last_progress_.load())) >= conn_.timeout();
+}
+
+void Channel::wait_until_ready() const {
+  const auto left = Clock::time_point(Clock::duration(last_progress_.load())) + conn_.timeout() - Clock::now();
+  pollfd p{conn_.fd(), static_cast<short>(dir_ == Direction::send ? POLLOUT : POLLIN), 0};
+  ::poll(&p, 1, static_cast<int>(std::max<int64_t>(1, std::chrono::ceil<std::chrono::milliseconds>(left).count())));
 }
 
 void Channel::touch() { last_progress_.store(Clock::now().time_since_epoch().count(), std::memory_order_relaxed); }

@@ -70,6 +70,10 @@ class Channel {
   void fail_all_locked();
   std::string message(const Op& op, const std::string& cause) const;
   std::string timeout_cause() const;
+  // Whether the timeout has passed since the last byte moved; a wait for the socket to be
+  // ready in this channel's direction, until then at most.
+  bool timed_out() const;
+  void wait_until_ready() const;
   void touch();
 
   Connection& conn_;
