@@ -48,7 +48,7 @@ Contender gloo_contender(const std::string& name, std::shared_ptr<gloo::Context>
                                                                static_cast<int>(s.count));
             return [algo] { algo->run(); };
           },
-          false};
+          false, {}};
 }
 
 }  // namespace

@@ -38,7 +38,13 @@ void check_chunk(const char* what, std::size_t bytes) {
 CommOptions CommOptions::from_env() {
   CommOptions o;
   o.check_args = env_size("RINGGRAD_CHECK", 1) != 0;
-  if (const char* a = std::getenv("RINGGRAD_ALGO"); a != nullptr && *a != '\0') o.algo = parse_algo(a);
+  if (const char* a = std::getenv("RINGGRAD_ALGO"); a != nullptr && *a != '\0') {
+    try {
+      o.algo = parse_algo(a);
+    } catch (const std::invalid_argument& e) {
+      throw std::invalid_argument(fmt::format("RINGGRAD_ALGO: {}", e.what()));
+    }
+  }
   o.chunk_bytes = env_size("RINGGRAD_CHUNK_BYTES", o.chunk_bytes);
   check_chunk("RINGGRAD_CHUNK_BYTES", o.chunk_bytes);
   o.model.chunk_bytes = o.chunk_bytes;

@@ -19,11 +19,16 @@ for tool in ip tc; do
 done
 [ -x "$build/bin/all_reduce_perf" ] || { echo "emulated_cluster: $build/bin/all_reduce_perf missing: run scripts/build.sh" >&2; exit 2; }
 
+pids=()  # the ringgrad-run of every host
 cleanup() {
+  for pid in "${pids[@]}"; do kill -TERM "$pid" 2> /dev/null || true; done  # they stop their ranks
+  for pid in "${pids[@]}"; do wait "$pid" 2> /dev/null || true; done
   for i in $(seq 0 $((hosts - 1))); do ip netns del "${prefix}h$i" 2> /dev/null || true; done
   ip netns del "$switch" 2> /dev/null || true
 }
 trap cleanup EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM HUP
 if ! ip netns add "$switch" 2> /dev/null; then
   echo "emulated_cluster: skipped: cannot create network namespaces here (needs root)"
   exit 0
@@ -55,7 +60,6 @@ done
 
 port=$((29000 + $$ % 1000))
 echo "# emulated cluster: $hosts hosts x $ranks ranks, links $shaping; $(nproc) CPUs for all $((hosts * ranks)) ranks"
-pids=()
 for i in $(seq 1 $((hosts - 1))); do
   ip netns exec "${prefix}h$i" "$build/bin/ringgrad-run" --nnodes "$hosts" --node-rank "$i" --nproc-per-node "$ranks" \
     --master-addr 10.203.0.1 --master-port "$port" \
@@ -64,5 +68,9 @@ for i in $(seq 1 $((hosts - 1))); do
 done
 ip netns exec "${prefix}h0" "$build/bin/ringgrad-run" --nnodes "$hosts" --node-rank 0 --nproc-per-node "$ranks" \
   --master-addr 10.203.0.1 --master-port "$port" \
-  "$build/bin/all_reduce_perf" -b 8 -e "$max" -f 8 -n 5 -w 1 -a "$algos" --calibrate
-for pid in "${pids[@]}"; do wait "$pid"; done
+  "$build/bin/all_reduce_perf" -b 8 -e "$max" -f 8 -n 5 -w 1 -a "$algos" --calibrate &
+pids+=($!)
+status=0
+for pid in "${pids[@]}"; do wait "$pid" || status=$?; done
+pids=()
+exit "$status"

@@ -41,12 +41,21 @@ struct Options {
   bool calibrate = false;
 };
 
+// Sizes up to 1 TiB: past that the product with the step factor could wrap, and no host has it.
+constexpr double kMaxSize = 1099511627776.0;
+
 std::size_t parse_size(const std::string& s) {
   std::size_t pos = 0;
-  const double v = std::stod(s, &pos);
+  double v = -1;
+  try {
+    v = std::stod(s, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
   const std::string unit = s.substr(pos);
   const double scale = unit.empty() || unit == "B" ? 1 : unit == "K" ? 1024.0 : unit == "M" ? 1048576.0 : unit == "G" ? 1073741824.0 : -1;
-  if (scale < 0) throw std::invalid_argument(fmt::format("size '{}': expected a number with an optional K, M or G", s));
+  if (pos == 0 || scale < 0) throw std::invalid_argument(fmt::format("size '{}': expected a number with an optional K, M or G", s));
+  if (!(v >= 0 && v * scale <= kMaxSize)) throw std::invalid_argument(fmt::format("size '{}' is not between 0 and 1T", s));
   return static_cast<std::size_t>(v * scale);
 }
 
@@ -114,7 +123,7 @@ std::vector<Contender> ringgrad_contenders(Communicator& comm, CollKind kind, co
         }
         default: return [&comm, send, recv, s, algo] { comm.reduce_scatter(send, recv, s.op, algo); };
       }
-    }, true});
+    }, true, {}});
   }
   return out;
 }
@@ -138,7 +147,7 @@ std::vector<Contender> nccl_contenders(Communicator& comm, CollKind kind, int de
     return {{"nccl", [&comm, kind, nccl](const OpSetup& s) -> std::function<void()> {
                const collectives::CollArgs args = direct_args(kind, s, comm.world_size(), comm.rank());
                return [nccl, kind, args] { nccl->run(kind, Algo::kAuto, args, -1, 0); };
-             }, true}};
+             }, true, {}}};
   } catch (const collectives::CollectiveError& e) {
     if (comm.rank() == 0) fmt::print("# nccl left out: {}\n", e.what());
     return {};
@@ -168,7 +177,9 @@ std::vector<Contender> mpi_contenders(Communicator& comm, CollKind kind) {
                  return [mpi, ops] { mpi->run_batch(ops, 0); };
                }
                return [mpi, kind, args] { mpi->run(kind, args, -1, 0); };
-             }, true}};
+             }, true, [kind](DType dt) {  // MPI has no 16-bit float type to reduce
+               return !reduces(kind) || (dt != DType::kFloat16 && dt != DType::kBFloat16);
+             }}};
   } catch (const collectives::CollectiveError& e) {
     if (comm.rank() == 0) fmt::print("# mpi left out: {}\n", e.what());
     return {};
@@ -207,6 +218,8 @@ struct Measure {
 
 int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contender> contenders, int device) {
   const int p = comm.world_size(), r = comm.rank();
+  if (kind == CollKind::kBatchSendRecv && p < 2)
+    throw std::invalid_argument("sendrecv exchanges with the neighbouring ranks: run it on 2 ranks or more");
   const bool lead = r == 0;
   std::string model_line = fmt::format("defaults, --calibrate measures them: {}", comm.options().model.describe());
   if (o.calibrate) model_line = fmt::format("calibrated: {}", collectives::calibrate(comm).describe());
@@ -219,6 +232,11 @@ int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contend
     if (x == "all") ops.assign(std::begin(collectives::kAllReduceOps), std::end(collectives::kAllReduceOps));
     else ops.push_back(collectives::parse_reduce_op(x));
   if (!reduces(kind)) ops = {ReduceOp::SUM};
+  const std::size_t min_b = parse_size(o.min_bytes), max_b = parse_size(o.max_bytes);
+  const std::size_t step_b = o.step_bytes.empty() ? 0 : parse_size(o.step_bytes);
+  if (min_b > max_b) throw std::invalid_argument(fmt::format("-b {} is larger than -e {}: no size to time", o.min_bytes, o.max_bytes));
+  if (!step_b && min_b == 0 && o.step_factor > 1)
+    throw std::invalid_argument("-b 0 with -f: every size would stay 0; start at 1 byte or more, or step with -i");
 
   if (lead) {
     fmt::print("# ringgrad {}_perf: nranks {}, iters {}, warmup {}, repeat {}, check {}, argument check {}\n",
@@ -238,8 +256,6 @@ int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contend
   nlohmann::json rows = nlohmann::json::array();
   double busbw_sum = 0;
   long busbw_n = 0, wrong_total = 0;
-  const std::size_t min_b = parse_size(o.min_bytes), max_b = parse_size(o.max_bytes);
-  const std::size_t step_b = o.step_bytes.empty() ? 0 : parse_size(o.step_bytes);
   for (std::size_t size = min_b; size <= max_b; size = step_b ? size + step_b : size * static_cast<std::size_t>(o.step_factor)) {
     for (DType dt : dtypes)
       for (ReduceOp op : ops) {
@@ -254,6 +270,7 @@ int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contend
               const bool in_place = place == 1;
               if (!in_place && !contenders[ci].out_of_place) continue;
               if (in_place && kind == CollKind::kBatchSendRecv) continue;  // the receive would overwrite the send
+              if (contenders[ci].takes && !contenders[ci].takes(dt)) continue;
               std::vector<std::byte> input = reference::make_input(r, l.send_count, op, dt, gathers(kind) ? l.inplace_send_offset : 0);
               std::vector<std::byte> send, recv(std::max(l.recv_count, l.send_count) * es, std::byte{0});
               std::byte* send_ptr;
@@ -368,8 +385,9 @@ int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vect
   app.add_option("-c,--check", o.check, "check results against a serial reference: 0 or 1")->capture_default_str();
   app.add_option("-o,--op", o.op, "sum, prod, min, max, avg, all (or a comma list)")->capture_default_str();
   app.add_option("-d,--datatype", o.dtype, "float, double, half, bfloat16, int32, int64, uint8, all (or a list)")->capture_default_str();
-  app.add_option("-r,--root", o.root, "root rank of broadcast and reduce")->capture_default_str();
-  app.add_option("-a,--algo", o.algo, "ring, tree, hd, auto, or a comma list timed side by side")->capture_default_str();
+  app.add_option("-r,--root", o.root, "root rank of broadcast, reduce, gather and scatter")->capture_default_str();
+  app.add_option("-a,--algo", o.algo, "ring, tree, hd, hier, linear, pairwise, bruck, auto, or a comma list timed side by side")
+      ->capture_default_str();
   app.add_option("--repeat", o.repeat, "time every row this many times, interleaved; report the fastest")->capture_default_str();
   app.add_flag("--calibrate", o.calibrate, "measure the cost model's alpha, beta, gamma here first and print them");
   app.add_option("--json", o.json, "also write the rows to this JSON file");
@@ -380,6 +398,9 @@ int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vect
       ->check(CLI::IsMember({"ringgrad", "nccl", "mpi", "both"}))->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
+    if (o.iters < 1 || o.warmup < 0 || o.repeat < 1)
+      throw std::invalid_argument(fmt::format("-n {}, -w {}, --repeat {}: need -n >= 1, -w >= 0 and --repeat >= 1",
+                                              o.iters, o.warmup, o.repeat));
     if (o.backend == "nccl" && o.device != "cuda")
       throw std::invalid_argument("--backend nccl times device buffers: add --device cuda");
     if (o.backend == "mpi" && o.device != "cpu")
@@ -402,6 +423,10 @@ int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vect
       contenders.insert(contenders.end(), more.begin(), more.end());
     }
     return run(kind, o, comm, std::move(contenders), device);
+  } catch (const std::bad_alloc&) {
+    std::fprintf(stderr, "%s_perf: out of memory for buffers of up to -e %s (each rank holds its send and recv, and "
+                 "a reference copy)\n", perf_name(kind).c_str(), o.max_bytes.c_str());
+    return 2;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s_perf: %s\n", perf_name(kind).c_str(), e.what());
     return 2;

@@ -29,10 +29,14 @@ struct Contender {
   std::string name;
   std::function<std::function<void()>(const OpSetup&)> prepare;
   bool out_of_place = true;  // false: only in place (the out-of-place columns read "n/a")
+  /// Whether it can run a row of this dtype (MPI cannot reduce 16-bit floats); empty: every
+  /// dtype. A row it cannot run reads "n/a".
+  std::function<bool(collectives::DType)> takes;
 };
 
-/// Parses nccl-tests' flags (-b -e -f -i -n -w -c -o -d -r, plus -a ring|tree|hd|auto[,...],
-/// --calibrate, --json FILE, --device cpu|cuda, --backend ringgrad|nccl|both), joins the job
+/// Parses nccl-tests' flags (-b -e -f -i -n -w -c -o -d -r, plus -a ALGO[,...] (ring, tree, hd,
+/// hier, linear, pairwise, bruck, auto), --calibrate, --json FILE, --device cpu|cuda, --backend
+/// ringgrad|nccl|mpi|both), refusing sizes and counts that make no sweep, joins the job
 /// from the environment (ringgrad-run sets it), and prints the table on rank 0. With --device
 /// cuda each rank times buffers on cuda:(LOCAL_RANK % GPUs); --backend both times ringgrad's
 /// algorithms and NCCL in one table, row by row (NCCL needs one GPU per rank: where ranks share

@@ -242,6 +242,8 @@ TEST_CASE("CommOptions::from_env refuses chunk sizes outside 4 KiB to 1 GiB and 
   CHECK(with("RINGGRAD_CHUNK_BYTES", "-8") == "RINGGRAD_CHUNK_BYTES='-8' is not a whole number");
   CHECK(with("RINGGRAD_SHM", "-1") == "RINGGRAD_SHM='-1' is not a whole number");
   CHECK(with("RINGGRAD_CHUNK_BYTES", "4096").empty());
+  CHECK(with("RINGGRAD_ALGO", "garbage").starts_with("RINGGRAD_ALGO: unknown algorithm 'garbage'"));
+  CHECK(with("RINGGRAD_BACKEND", "garbage").starts_with("RINGGRAD_BACKEND: unknown backend 'garbage'"));
   ::setenv("RINGGRAD_SHM", "0", 1);
   CHECK_FALSE(collectives::CommOptions::from_env().shared_memory);
   ::unsetenv("RINGGRAD_SHM");
