@@ -15,17 +15,9 @@
 #include "tests/support/netns.h"
 
 namespace ringgrad::test {
-namespace {
 
-using collectives::Algo;
-using collectives::Buffer;
-using collectives::CollKind;
-using collectives::Communicator;
-using collectives::DType;
-using collectives::ReduceOp;
+using namespace collectives;             // the communicator and its types, in this test file only
 using namespace collectives::reference;  // inputs and serial results to compare with
-
-}  // namespace
 
 TEST_CASE("hierarchical all_reduce over 2 namespace hosts x 2 ranks equals the flat ring and the reference",
           "[collectives]") {
