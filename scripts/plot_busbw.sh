@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Plots busbw against size, one line per algorithm, from *_perf --json files and
+# Plots busbw against size, one line per algorithm or library, from *_perf --json files and
 # torch_allreduce.py --json_out files: scripts/plot_busbw.sh OUT_PREFIX FILE.json...
-# Writes OUT_PREFIX.svg and OUT_PREFIX.png with gnuplot (gnuplot-nox). In-place columns for
-# ringgrad and libgloo (gloo is in place only), the per-call median for PyTorch's gloo.
+# Writes OUT_PREFIX.svg and OUT_PREFIX.png with gnuplot (gnuplot-nox), titled with the
+# collective, the ranks and the host path the files name. In-place columns for ringgrad, MPI,
+# NCCL and libgloo (gloo is in place only), the per-call median for PyTorch's gloo.
 set -euo pipefail
 out=$1
 shift
@@ -12,6 +13,7 @@ trap 'rm -rf "$data"' EXIT
 import json, sys, collections
 outdir, files = sys.argv[1], sys.argv[2:]
 series = collections.defaultdict(dict)  # label -> size -> best busbw over files (repeats)
+titles = set()
 for f in files:
     doc = json.load(open(f))
     if isinstance(doc, list):  # torch_allreduce.py
@@ -19,8 +21,10 @@ for f in files:
             s = series["torch gloo"]
             s[row["bytes"]] = max(s.get(row["bytes"], 0), row["busbw_GBps"])
         continue
+    titles.add(f"{doc['collective']} busbw, {doc['nranks']} ranks" + (f", {doc['host_path']}" if doc.get("host_path") else ""))
     for row in doc["rows"]:
-        label = row["algo"] if row["algo"].startswith("gloo") else "ringgrad " + row["algo"]
+        other = {"mpi": "MPI", "nccl": "NCCL"}
+        label = row["algo"] if row["algo"].startswith("gloo") else other.get(row["algo"], "ringgrad " + row["algo"])
         if "in_place" in row and row["size"] > 0:
             s = series[label]
             s[row["size"]] = max(s.get(row["size"], 0), row["in_place"]["busbw"])
@@ -33,6 +37,8 @@ with open(f"{outdir}/plot.gp", "w") as gp:
                 t.write(f"{size}\t{pts[size]}\n")
         title = label.replace("_", "\\_")  # gnuplot's enhanced text reads _ as a subscript
         plots.append(f"'{path}' using 1:2 with linespoints title '{title}'")
+    title = "; ".join(sorted(titles)) if titles else "all_reduce busbw, 2 ranks"
+    gp.write("set title '" + title.replace("_", "\\_").replace("'", "") + "'\n")
     gp.write("plot " + ", ".join(plots) + "\n")
 PY
 for term in "svg size 900,560" "pngcairo size 900,560"; do
@@ -40,7 +46,6 @@ for term in "svg size 900,560" "pngcairo size 900,560"; do
   gnuplot <<GP
 set terminal $term
 set output '$out.$ext'
-set title 'all\_reduce busbw, 2 ranks over loopback TCP'
 set xlabel 'size (bytes)'
 set ylabel 'busbw (GB/s)'
 set logscale x 2

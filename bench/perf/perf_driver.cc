@@ -365,6 +365,8 @@ int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contend
     if (!o.json.empty()) {
       nlohmann::json doc = {{"collective", perf_name(kind)}, {"nranks", p}, {"iters", o.iters},
                             {"cost_model", model_line}, {"rows", rows}, {"avg_busbw", avg}, {"wrong", wrong_total}};
+      if (device == collectives::kHost && p > 1)
+        doc["host_path"] = kind == CollKind::kBatchSendRecv ? "TCP" : comm.host_path();
       std::ofstream(o.json) << doc.dump(1) << "\n";
     }
   }
