@@ -21,6 +21,7 @@ std::string_view coll_name(CollKind kind) {
     case CollKind::kScatter: return "scatter";
     case CollKind::kAllToAll: return "all_to_all";
     case CollKind::kBatchSendRecv: return "batch_send_recv";
+    case CollKind::kAllToAllV: return "all_to_all_v";
   }
   return "?";
 }
@@ -74,6 +75,7 @@ bool has_algo(CollKind kind, Algo algo) {
     case CollKind::kGather:
     case CollKind::kScatter: return algo == Algo::kLinear;
     case CollKind::kAllToAll: return algo == Algo::kPairwise || algo == Algo::kBruck;
+    case CollKind::kAllToAllV: return algo == Algo::kPairwise;
     default: return false;
   }
 }

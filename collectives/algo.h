@@ -10,7 +10,7 @@ namespace ringgrad::collectives {
 /// The operations of a Communicator.
 enum class CollKind : uint8_t {
   kBroadcast, kReduce, kAllReduce, kAllGather, kReduceScatter, kBarrier, kSend, kRecv,
-  kGather, kScatter, kAllToAll, kBatchSendRecv,
+  kGather, kScatter, kAllToAll, kBatchSendRecv, kAllToAllV,
 };
 
 /// Algorithm of a collective. kAuto picks the cheapest under the CostModel. kRing for
@@ -19,7 +19,7 @@ enum class CollKind : uint8_t {
 enum class Algo : uint8_t { kAuto, kRing, kTree, kHalvingDoubling, kLinear, kPairwise, kBruck, kHierarchical };
 
 /// "broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "barrier", "send", "recv",
-/// "gather", "scatter", "all_to_all", "batch_send_recv".
+/// "gather", "scatter", "all_to_all", "batch_send_recv", "all_to_all_v".
 std::string_view coll_name(CollKind kind);
 /// Every algorithm, kAuto first.
 inline constexpr Algo kAllAlgos[] = {Algo::kAuto,   Algo::kRing,     Algo::kTree,  Algo::kHalvingDoubling,
@@ -42,7 +42,7 @@ Backend parse_backend(std::string_view name);
 
 /// Whether `kind` has an implementation for `algo`: all_reduce ring/tree/hd/hier; broadcast and
 /// reduce ring (chain)/tree; all_gather and reduce_scatter ring; gather and scatter linear;
-/// all_to_all pairwise/bruck; barrier, send, recv none.
+/// all_to_all pairwise/bruck; all_to_all_v pairwise; barrier, send, recv none.
 bool has_algo(CollKind kind, Algo algo);
 
 }  // namespace ringgrad::collectives

@@ -128,6 +128,25 @@ std::vector<Descriptor> exchange_descriptors(Link& link, const Descriptor& mine)
   return all;
 }
 
+std::string check_counts(Link& link, std::span<const std::size_t> send_counts, std::span<const std::size_t> recv_counts) {
+  const int p = link.world_size(), r = link.rank();
+  std::vector<uint64_t> mine(send_counts.begin(), send_counts.end()), theirs(static_cast<std::size_t>(p), 0);
+  std::vector<Pending> recvs, sends;
+  for (int q = 0; q < p; ++q)
+    if (q != r) link.irecv(q, &theirs[static_cast<std::size_t>(q)], sizeof(uint64_t), recvs);
+  for (int q = 0; q < p; ++q)
+    if (q != r) link.isend(q, &mine[static_cast<std::size_t>(q)], sizeof(uint64_t), sends);
+  wait_all(recvs);
+  wait_all(sends);
+  std::vector<std::string> wrong;
+  for (int q = 0; q < p; ++q) {
+    const auto Q = static_cast<std::size_t>(q);
+    if (q != r && theirs[Q] != recv_counts[Q])
+      wrong.push_back(fmt::format("rank {} sends {} elements, rank {} expects {}", q, theirs[Q], r, recv_counts[Q]));
+  }
+  return fmt::format("{}", fmt::join(wrong, "; "));
+}
+
 std::string find_disagreement(const std::vector<Descriptor>& all) {
   for (std::size_t r = 0; r < all.size(); ++r)
     if (all[r].invalid[0] != '\0')

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -42,6 +43,12 @@ Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo
 /// over `link` (made with tag kCheckTag). Throws TransportError if a peer is dead or silent
 /// past the timeout.
 std::vector<Descriptor> exchange_descriptors(Link& link, const Descriptor& mine);
+
+/// all_to_all_v's pairwise agreement: each rank sends every peer the count it will send it and
+/// compares the peer's with the count it expects. Empty when all match, else this rank's
+/// mismatches ("rank 2 sends 5 elements, rank 1 expects 4"); ranks learn of one another's in
+/// a second descriptor exchange. One message to and from every peer, over `link`.
+std::string check_counts(Link& link, std::span<const std::size_t> send_counts, std::span<const std::size_t> recv_counts);
 
 /// Empty when all agree and are valid; otherwise e.g. "ranks disagree on count: 1000 on
 /// ranks 0, 2; 999 on rank 1" or "invalid arguments on rank 1: ...". The same on every rank.

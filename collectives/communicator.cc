@@ -132,6 +132,10 @@ Work Communicator::scatter_async(ConstBuffer send, Buffer recv, int root, Algo a
 Work Communicator::all_to_all_async(ConstBuffer send, Buffer recv, Algo algo) {
   return submit(collective_task(CollKind::kAllToAll, send, recv, ReduceOp::SUM, -1, algo, rank_, world_size_), false);
 }
+Work Communicator::all_to_all_v_async(ConstBuffer send, std::span<const std::size_t> send_counts, Buffer recv,
+                                      std::span<const std::size_t> recv_counts) {
+  return submit(all_to_all_v_task(send, send_counts, recv, recv_counts, rank_, world_size_), false);
+}
 Work Communicator::barrier_async() {
   return submit(collective_task(CollKind::kBarrier, {}, {}, ReduceOp::SUM, -1, Algo::kAuto, rank_, world_size_), false);
 }
@@ -169,6 +173,10 @@ void Communicator::scatter(ConstBuffer send, Buffer recv, int root, Algo algo) {
 }
 void Communicator::all_to_all(ConstBuffer send, Buffer recv, Algo algo) {
   submit(collective_task(CollKind::kAllToAll, send, recv, ReduceOp::SUM, -1, algo, rank_, world_size_), true);
+}
+void Communicator::all_to_all_v(ConstBuffer send, std::span<const std::size_t> send_counts, Buffer recv,
+                                std::span<const std::size_t> recv_counts) {
+  submit(all_to_all_v_task(send, send_counts, recv, recv_counts, rank_, world_size_), true);
 }
 void Communicator::barrier() {
   submit(collective_task(CollKind::kBarrier, {}, {}, ReduceOp::SUM, -1, Algo::kAuto, rank_, world_size_), true);
@@ -258,6 +266,7 @@ void Communicator::execute(Task& task) {
         if (is_collective(task.kind) && world_size_ > 1) choose_host_path();
         const std::unique_ptr<Link> link = host_link(tag, is_collective(task.kind));
         if (task.kind == CollKind::kBatchSendRecv) irecv_isend_waitall(*link, task.ops);
+        else if (task.kind == CollKind::kAllToAllV) pairwise_all_to_all_v(*link, task.args, task.send_counts, task.recv_counts);
         else run_collective(*link, task.kind, task.algo, task.args, task.peer, hosts_);
       } else {
         if (!device_) device_ = make_device_backend(*transport_, options_, task.device, hosts_);
@@ -277,6 +286,7 @@ void Communicator::execute(Task& task) {
 void Communicator::run_on_mpi(Task& task) {
 #if RINGGRAD_HAVE_MPI
   if (task.kind == CollKind::kBatchSendRecv) mpi_->run_batch(task.ops, task.tag);
+  else if (task.kind == CollKind::kAllToAllV) mpi_->run_all_to_all_v(task.args, task.send_counts, task.recv_counts);
   else mpi_->run(task.kind, task.args, task.peer, task.tag);
 #else
   static_cast<void>(task);
@@ -304,6 +314,12 @@ void Communicator::check_agreement(const Task& task) {
   // The descriptors travel like the data: shared memory once it is set up (the first host
   // collective is checked over TCP, before the ranks meet to set it up).
   std::vector<Descriptor> all = exchange_descriptors(*host_link(kCheckTag, true), mine);
+  if (task.kind == CollKind::kAllToAllV && find_disagreement(all).empty()) {
+    // Per-peer counts: each pair compares its own, then every rank hears every mismatch.
+    const std::string mismatch = check_counts(*host_link(kCheckTag, true), task.send_counts, task.recv_counts);
+    all = exchange_descriptors(*host_link(kCheckTag, true), describe_call(task.kind, task.seq, task.args, task.algo, chunk,
+                                                                           task.device != kHost, mismatch));
+  }
   if (std::string why = find_disagreement(all); !why.empty())
     throw CollectiveError(fmt::format("{} #{} on rank {}: {}", coll_name(task.kind), task.seq, rank_, why));
 }

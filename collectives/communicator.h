@@ -14,6 +14,7 @@
 #include <exception>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <thread>
 #include <vector>
@@ -96,6 +97,13 @@ class Communicator {
   /// stores it as its block `rank` (MPI_Alltoall). send.count must be a multiple of p. In
   /// place when send == recv.
   void all_to_all(ConstBuffer send, Buffer recv, Algo algo = Algo::kAuto);
+  /// Block q of send (send_counts[q] elements; blocks back to back in rank order) goes to rank
+  /// q, which stores it as its block `rank` (recv_counts[q] elements from rank q, back to back):
+  /// MPI_Alltoallv with packed displacements. Host buffers, out of place; one count per rank,
+  /// send.count and recv.count their sums; rank r's send_counts[q] must be rank q's
+  /// recv_counts[r] (the argument check compares every pair and names each mismatch).
+  void all_to_all_v(ConstBuffer send, std::span<const std::size_t> send_counts, Buffer recv,
+                    std::span<const std::size_t> recv_counts);
   /// Returns once every rank has entered it (dissemination barrier).
   void barrier();
   /// Point-to-point, matched with the peer's recv/send of the same size and tag in issue order.
@@ -117,6 +125,8 @@ class Communicator {
   Work gather_async(ConstBuffer send, Buffer recv, int root, Algo algo = Algo::kAuto);
   Work scatter_async(ConstBuffer send, Buffer recv, int root, Algo algo = Algo::kAuto);
   Work all_to_all_async(ConstBuffer send, Buffer recv, Algo algo = Algo::kAuto);
+  Work all_to_all_v_async(ConstBuffer send, std::span<const std::size_t> send_counts, Buffer recv,
+                          std::span<const std::size_t> recv_counts);
   Work barrier_async();
   Work send_async(ConstBuffer data, int peer, uint64_t tag = 0);
   Work recv_async(Buffer data, int peer, uint64_t tag = 0);

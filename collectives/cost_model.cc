@@ -55,6 +55,7 @@ double CostModel::predict(CollKind kind, Algo algo, std::size_t bytes, int p, in
     case CollKind::kScatter:
       if (algo == Algo::kLinear) return (P - 1) * a + (P - 1) / P * n * b;
       break;
+    case CollKind::kAllToAllV:  // n: this rank's send (the largest rank's sets the pace)
     case CollKind::kAllToAll:
       if (algo == Algo::kPairwise) return (P - 1) * a + (P - 1) / P * n * b;
       // Each step sends at most half the blocks; the two rotations and each step's packing copy

@@ -2,6 +2,7 @@
 // live, the size that chooses the algorithm, and what is wrong with this rank's arguments.
 #include "collectives/task.h"
 
+#include <cstdint>
 #include <string_view>
 #include <vector>
 
@@ -67,6 +68,42 @@ Task point_to_point_task(CollKind kind, ConstBuffer send, Buffer recv, int peer,
   t.tag = user_tag(tag);
   t.device = op.buffer.device;
   t.invalid = check_op(op, rank, world_size);
+  return t;
+}
+
+Task all_to_all_v_task(ConstBuffer send, std::span<const std::size_t> send_counts, Buffer recv,
+                       std::span<const std::size_t> recv_counts, int rank, int world_size) {
+  Task t{};
+  t.kind = CollKind::kAllToAllV;
+  t.algo = Algo::kPairwise;
+  t.args = CollArgs{static_cast<const std::byte*>(send.data), static_cast<std::byte*>(recv.data), 0, send.dtype,
+                    ReduceOp::SUM, -1};
+  t.send_counts.assign(send_counts.begin(), send_counts.end());
+  t.recv_counts.assign(recv_counts.begin(), recv_counts.end());
+  t.device = send.device;
+  t.bytes = send.count * dtype_size(send.dtype);
+  const auto P = static_cast<std::size_t>(world_size), R = static_cast<std::size_t>(rank);
+  std::size_t send_total = 0, recv_total = 0;
+  for (std::size_t c : t.send_counts) send_total += c;
+  for (std::size_t c : t.recv_counts) recv_total += c;
+  if (t.send_counts.size() != P || t.recv_counts.size() != P)
+    t.invalid = fmt::format("{} send counts and {} recv counts, one per rank of this world of {} expected",
+                            t.send_counts.size(), t.recv_counts.size(), world_size);
+  else if (send_total != send.count || recv_total != recv.count)
+    t.invalid = fmt::format("send holds {} elements and recv {}, but the counts add up to {} and {}", send.count,
+                            recv.count, send_total, recv_total);
+  else if (t.send_counts[R] != t.recv_counts[R])
+    t.invalid = fmt::format("this rank sends itself {} elements but expects {} from itself", t.send_counts[R],
+                            t.recv_counts[R]);
+  else if (send.device != kHost || recv.device != kHost)
+    t.invalid = "all_to_all_v takes host buffers (device buffers: not yet)";
+  else if (send.dtype != recv.dtype)
+    t.invalid = fmt::format("send is {} but recv is {}", dtype_name(send.dtype), dtype_name(recv.dtype));
+  else if (send.stride != 1 || recv.stride != 1)
+    t.invalid = "a buffer is not contiguous (stride other than 1); make a contiguous copy first";
+  else if (const auto s = reinterpret_cast<std::uintptr_t>(send.data), r = reinterpret_cast<std::uintptr_t>(recv.data);
+           send_total > 0 && recv_total > 0 && s < r + recv_total * dtype_size(recv.dtype) && r < s + send_total * dtype_size(send.dtype))
+    t.invalid = "send and recv overlap: all_to_all_v is out of place only";
   return t;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstddef>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,7 @@ struct Task {
   int device = kHost;  // where this rank's buffers are
   int peer = -1;       // send/recv only
   std::vector<P2POp> ops;  // batch_send_recv only
+  std::vector<std::size_t> send_counts, recv_counts;  // all_to_all_v only: elements per peer
   uint64_t tag = 0;    // send/recv: the caller's tag; collectives: set to the sequence number
   uint64_t seq = 0;    // collectives: issue order, the same on every rank
   std::string invalid;  // why this rank's arguments are unusable, or empty
@@ -42,6 +44,10 @@ Task collective_task(CollKind kind, ConstBuffer send, Buffer recv, ReduceOp op, 
 
 /// A send's (data in `send`) or a recv's (into `recv`) Task with `peer` and the caller's `tag`.
 Task point_to_point_task(CollKind kind, ConstBuffer send, Buffer recv, int peer, uint64_t tag, int rank, int world_size);
+
+/// An all_to_all_v's Task: its counts copied (the caller's spans may go once it returns).
+Task all_to_all_v_task(ConstBuffer send, std::span<const std::size_t> send_counts, Buffer recv,
+                       std::span<const std::size_t> recv_counts, int rank, int world_size);
 
 /// A batch of sends and receives with the caller's `tag`; every op must be on one device.
 Task batch_task(std::vector<P2POp> ops, uint64_t tag, int rank, int world_size);

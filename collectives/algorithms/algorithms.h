@@ -63,6 +63,10 @@ void linear_scatter(Link& link, const CollArgs& args);
 // all_to_all.cc: pairwise exchange, and Bruck et al. 1997 for small blocks
 void pairwise_all_to_all(Link& link, const CollArgs& args);
 void bruck_all_to_all(Link& link, const CollArgs& args);
+/// Block q of args.send (send_counts[q] elements, blocks back to back) to rank q; block q of
+/// args.recv (recv_counts[q]) from rank q: p-1 steps as pairwise_all_to_all.
+void pairwise_all_to_all_v(Link& link, const CollArgs& args, std::span<const std::size_t> send_counts,
+                           std::span<const std::size_t> recv_counts);
 // batch_send_recv.cc: every receive posted, then every send, then all waited for
 void irecv_isend_waitall(Link& link, std::span<const P2POp> ops);
 // barrier.cc (Hensgen, Finkel & Manber 1988)

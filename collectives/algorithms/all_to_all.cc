@@ -2,10 +2,12 @@
 // With n = each rank's whole buffer (p blocks):
 //   pairwise: p-1 steps; at step s send block r+s to r+s, receive block r-s from r-s.
 //             T = (p-1) alpha + (p-1)/p n beta: every byte once, bandwidth-optimal.
+//   all_to_all_v: pairwise with a count per peer (blocks back to back, MPI_Alltoallv).
 //   Bruck (Bruck et al. 1997): ceil(log2 p) steps; at step k send every block whose index has
 //             bit k set to r+2^k. T = log2(p) alpha + log2(p)/2 n beta, plus two local
 //             rotations: fewer messages, more bytes, so it wins for small blocks.
 #include <algorithm>
+#include <vector>
 
 #include "collectives/algorithms/algorithms.h"
 
@@ -30,6 +32,25 @@ void pairwise_all_to_all(Link& link, const CollArgs& a) {
     const int to = mod(r + s, p), from = mod(r - s, p);
     link.send_recv(to, send + static_cast<std::size_t>(to) * block, block, from,
                    a.recv + static_cast<std::size_t>(from) * block, block);
+  }
+}
+
+void pairwise_all_to_all_v(Link& link, const CollArgs& a, std::span<const std::size_t> send_counts,
+                           std::span<const std::size_t> recv_counts) {
+  const int p = link.world_size(), r = link.rank();
+  const std::size_t es = dtype_size(a.dtype);
+  // Where each block starts: the counts' prefix sums (MPI_Alltoallv's packed displacements).
+  std::vector<std::size_t> send_at(static_cast<std::size_t>(p) + 1, 0), recv_at(send_at.size(), 0);
+  for (std::size_t q = 0; q < static_cast<std::size_t>(p); ++q) {
+    send_at[q + 1] = send_at[q] + send_counts[q];
+    recv_at[q + 1] = recv_at[q] + recv_counts[q];
+  }
+  const auto R = static_cast<std::size_t>(r);
+  link.copy(a.recv + recv_at[R] * es, a.send + send_at[R] * es, send_counts[R] * es);
+  for (int s = 1; s < p; ++s) {
+    const auto to = static_cast<std::size_t>(mod(r + s, p)), from = static_cast<std::size_t>(mod(r - s, p));
+    link.send_recv(static_cast<int>(to), a.send + send_at[to] * es, send_counts[to] * es, static_cast<int>(from),
+                   a.recv + recv_at[from] * es, recv_counts[from] * es);
   }
 }
 

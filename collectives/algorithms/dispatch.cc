@@ -20,7 +20,8 @@ void run_collective(Link& link, CollKind kind, Algo algo, const CollArgs& a, int
     case CollKind::kBarrier: return dissemination_barrier(link);
     case CollKind::kSend: return link.send(peer, a.send, a.count * dtype_size(a.dtype));
     case CollKind::kRecv: return link.recv(peer, a.recv, a.count * dtype_size(a.dtype));
-    case CollKind::kBatchSendRecv: return;  // its ops are not CollArgs: irecv_isend_waitall
+    case CollKind::kBatchSendRecv:  // its ops are not CollArgs: irecv_isend_waitall
+    case CollKind::kAllToAllV: return;  // nor its counts: pairwise_all_to_all_v
   }
 }
 

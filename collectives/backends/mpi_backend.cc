@@ -130,11 +130,29 @@ void MpiBackend::run(CollKind kind, const CollArgs& a, int peer, uint64_t tag) {
     case CollKind::kRecv:
       e = MPI_Recv(recv, n, t, peer, static_cast<int>(tag % 32768), MPI_COMM_WORLD, MPI_STATUS_IGNORE);
       break;
-    case CollKind::kBatchSendRecv: break;  // run_batch
+    case CollKind::kBatchSendRecv:  // run_batch
+    case CollKind::kAllToAllV: break;   // run_all_to_all_v
   }
   check(e, rank_, coll_name(kind).data());
   const bool has_result = kind == CollKind::kAllReduce || kind == CollKind::kReduceScatter || (kind == CollKind::kReduce && root);
   if (a.op == ReduceOp::AVG && has_result) finalize(recv, a.count, a.dtype, a.op, world_size_);
+}
+
+void MpiBackend::run_all_to_all_v(const CollArgs& a, std::span<const std::size_t> send_counts,
+                                  std::span<const std::size_t> recv_counts) {
+  std::vector<int> sc, sd, rc, rd;
+  std::size_t s_at = 0, r_at = 0;
+  for (std::size_t q = 0; q < send_counts.size(); ++q) {
+    sc.push_back(mpi_count(send_counts[q], rank_));
+    sd.push_back(mpi_count(s_at, rank_));
+    rc.push_back(mpi_count(recv_counts[q], rank_));
+    rd.push_back(mpi_count(r_at, rank_));
+    s_at += send_counts[q];
+    r_at += recv_counts[q];
+  }
+  const MPI_Datatype t = mpi_type(a.dtype);
+  check(MPI_Alltoallv(a.send, sc.data(), sd.data(), t, a.recv, rc.data(), rd.data(), t, MPI_COMM_WORLD), rank_,
+        "MPI_Alltoallv");
 }
 
 void MpiBackend::run_batch(std::span<const P2POp> ops, uint64_t tag) {

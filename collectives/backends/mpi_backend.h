@@ -29,6 +29,9 @@ class MpiBackend {
   /// transport::TransportError when MPI returns an error.
   void run(CollKind kind, const CollArgs& args, int peer, uint64_t tag);
   void run_batch(std::span<const P2POp> ops, uint64_t tag);
+  /// MPI_Alltoallv with the counts' prefix sums as displacements.
+  void run_all_to_all_v(const CollArgs& args, std::span<const std::size_t> send_counts,
+                        std::span<const std::size_t> recv_counts);
 
  private:
   int rank_, world_size_;

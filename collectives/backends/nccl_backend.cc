@@ -163,6 +163,7 @@ void NcclBackend::run(CollKind kind, Algo, const CollArgs& a, int peer, uint64_t
     case CollKind::kAllToAll: e = grouped_send_recv(comm_, s, rank_, world_size_, kind, a, t); break;
     case CollKind::kBarrier:  // never here: barriers have no buffers
     case CollKind::kBatchSendRecv: break;  // run_batch
+    case CollKind::kAllToAllV: break;      // host buffers only
   }
   const std::string what = fmt::format("{} of {} elements", coll_name(kind), n);
   check_enqueued(e, what);

@@ -121,7 +121,36 @@ void run_case(Communicator& comm, const Case& c) {
   }
 }
 
+// Elements rank `from` sends rank `to` in run_all_to_all_v: 0 for some pairs, up to 3 x scale.
+std::size_t v_count(int from, int to, std::size_t scale) { return static_cast<std::size_t>((from * 7 + to * 3) % 4) * scale; }
+
 }  // namespace
+
+void run_all_to_all_v(Communicator& comm, DType dtype, std::size_t scale) {
+  const int p = comm.world_size(), r = comm.rank();
+  const std::size_t es = dtype_size(dtype);
+  std::vector<std::size_t> send_counts, recv_counts;
+  for (int q = 0; q < p; ++q) {
+    send_counts.push_back(v_count(r, q, scale));
+    recv_counts.push_back(v_count(q, r, scale));
+  }
+  // Rank q's send is make_input(q, ...) of its whole length; the block for rank r starts at
+  // the sum of q's counts to ranks below r.
+  std::size_t send_total = 0, recv_total = 0;
+  for (int q = 0; q < p; ++q) send_total += send_counts[static_cast<std::size_t>(q)], recv_total += recv_counts[static_cast<std::size_t>(q)];
+  std::vector<std::byte> in = make_input(r, send_total, ReduceOp::SUM, dtype), out(recv_total * es, std::byte{0xAB});
+  comm.all_to_all_v(Buffer{in.data(), send_total, dtype}, send_counts, Buffer{out.data(), recv_total, dtype}, recv_counts);
+  std::vector<std::byte> want;
+  for (int q = 0; q < p; ++q) {
+    std::size_t first = 0;
+    for (int t = 0; t < r; ++t) first += v_count(q, t, scale);
+    const auto part = make_input(q, v_count(q, r, scale), ReduceOp::SUM, dtype, first);
+    want.insert(want.end(), part.begin(), part.end());
+  }
+  const long i = first_difference(out.data(), want.data(), recv_total, dtype);
+  check(i < 0, fmt::format("rank {}: all_to_all_v {} scale {}: element {} differs from the serial reference", r,
+                           dtype_name(dtype), scale, i));
+}
 
 void run_cases(Communicator& comm, CollKind kind, std::span<const Algo> algos, bool half_precision_reductions) {
   const int p = comm.world_size();

@@ -15,4 +15,8 @@ namespace ringgrad::test {
 void run_cases(collectives::Communicator& comm, collectives::CollKind kind, std::span<const collectives::Algo> algos,
                bool half_precision_reductions = true);
 
+/// One all_to_all_v of `dtype` whose count from rank f to rank t is ((7f + 3t) mod 4) x scale
+/// elements, checked against the reference on every rank.
+void run_all_to_all_v(collectives::Communicator& comm, collectives::DType dtype, std::size_t scale);
+
 }  // namespace ringgrad::test

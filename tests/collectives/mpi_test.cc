@@ -1,5 +1,6 @@
 // The MPI backend against the serial reference: every collective x dtype x op x count
-// {0, 1, 7, 1000003} x in/out of place, plus a batched ring exchange, with RINGGRAD_BACKEND=mpi.
+// {0, 1, 7, 1000003} x in/out of place, plus all_to_all_v and a batched ring exchange, with
+// RINGGRAD_BACKEND=mpi.
 // Started by mpirun (CTest runs `mpirun -np 3`, tests/collectives/CMakeLists.txt); prints
 // "skipped: <why>" and exits 0 where ringgrad was built without MPI.
 #include <fmt/format.h>
@@ -32,6 +33,9 @@ int main() {
       ringgrad::test::run_cases(comm, kind, automatic, false);  // MPI has no 16-bit float reductions
       ++kinds;
     }
+    for (auto dtype : {ringgrad::collectives::DType::kFloat32, ringgrad::collectives::DType::kInt64})
+      ringgrad::test::run_all_to_all_v(comm, dtype, 1000);  // MPI_Alltoallv
+    ++kinds;
     // A ring exchange both ways as one batch (MPI_Irecv, MPI_Isend, MPI_Waitall).
     const int p = comm.world_size(), r = comm.rank(), right = (r + 1) % p, left = (r + p - 1) % p;
     std::vector<int32_t> out(100000, r), from_left(out.size(), -1), from_right(out.size(), -1);
