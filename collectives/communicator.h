@@ -1,6 +1,6 @@
 // Communicator: a process group over the transport, with NCCL's collectives (broadcast, reduce,
-// all_reduce, all_gather, reduce_scatter), MPI's gather, scatter and all_to_all, barrier and
-// send/recv, blocking and asynchronous.
+// all_reduce, all_gather, reduce_scatter), MPI's gather, scatter, all_to_all and all_to_all_v,
+// barrier, send/recv and batches of them, blocking and asynchronous.
 // Collectives issued in the same order on every rank are matched by sequence number and run,
 // in that order, on one worker thread per communicator, so they progress while the caller computes.
 // Buffers may be host memory (TCP) or CUDA device memory (CUDA IPC, host staging, or NCCL).
