@@ -313,15 +313,14 @@ void Communicator::check_agreement(const Task& task) {
   Descriptor mine = describe_call(task.kind, task.seq, task.args, task.algo, chunk, task.device != kHost, task.invalid);
   // The descriptors travel like the data: shared memory once it is set up (the first host
   // collective is checked over TCP, before the ranks meet to set it up).
-  std::vector<Descriptor> all = exchange_descriptors(*host_link(kCheckTag, true), mine);
-  if (task.kind == CollKind::kAllToAllV && find_disagreement(all).empty()) {
+  std::string why = find_disagreement(exchange_descriptors(*host_link(kCheckTag, true), mine));
+  if (why.empty() && task.kind == CollKind::kAllToAllV) {
     // Per-peer counts: each pair compares its own, then every rank hears every mismatch.
-    const std::string mismatch = check_counts(*host_link(kCheckTag, true), task.send_counts, task.recv_counts);
-    all = exchange_descriptors(*host_link(kCheckTag, true), describe_call(task.kind, task.seq, task.args, task.algo, chunk,
-                                                                           task.device != kHost, mismatch));
+    mine = describe_call(task.kind, task.seq, task.args, task.algo, chunk, task.device != kHost,
+                         check_counts(*host_link(kCheckTag, true), task.send_counts, task.recv_counts));
+    why = find_disagreement(exchange_descriptors(*host_link(kCheckTag, true), mine));
   }
-  if (std::string why = find_disagreement(all); !why.empty())
-    throw CollectiveError(fmt::format("{} #{} on rank {}: {}", coll_name(task.kind), task.seq, rank_, why));
+  if (!why.empty()) throw CollectiveError(fmt::format("{} #{} on rank {}: {}", coll_name(task.kind), task.seq, rank_, why));
 }
 
 // Decided once, by the first host collective (every rank runs it, in the same order).
