@@ -4,6 +4,13 @@
 // the head's buffer. A blocking call on an idle channel drives on the caller's thread with
 // blocking system calls, so the common synchronous path costs what a plain socket costs; once
 // asynchronous operations queue up, the progress thread drives and the caller waits.
+//
+// Streams on the receive side: the head's header and payload are read in one call. When the
+// header names another stream, the message goes to the first queued receive of that stream or,
+// with none, to a held buffer; what was already read into the head's buffer moves with it (and
+// bytes read past the message's end are kept in carry_ and consumed before the socket). Held
+// messages wait, per stream, for the next receive of their stream: while a stream has held
+// messages it has no queued receive.
 
 #include "transport/channel.h"
 
@@ -14,6 +21,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <utility>
 
 #include <asio/post.hpp>
 #include <fmt/format.h>
@@ -40,7 +48,7 @@ const char* peer_closed = "the peer closed the connection (did it exit or crash?
 
 bool Channel::enqueue_locked(Op& op) {
   op.seq = next_seq_++;
-  if (dir_ == Direction::send) op.header = wire::encode_frame({op.seq, op.tag, op.size});
+  if (dir_ == Direction::send) op.header = wire::encode_frame({op.stream, op.seq, op.tag, op.size});
   op.next = nullptr;
   (tail_ != nullptr ? tail_->next : head_) = &op;
   tail_ = &op;
@@ -57,11 +65,119 @@ Op* Channel::finish_head_locked(Op& op, bool ok) {
   if (!ok) op.error = message(op, failure_);
   head_ = op.next;
   if (head_ == nullptr) tail_ = nullptr;
+  if (ok && &op == arriving_.get()) deliver_held_locked(std::move(arriving_));
   if (!failure_.empty()) fail_all_locked();
   if (head_ == nullptr) driver_ = Driver::none;
   else touch();
   completed_.notify_all();
   return head_;
+}
+
+// --- Streams: held messages ------------------------------------------------------------------
+
+// A receive posted after its message arrived takes it from the held ones (and is complete).
+bool Channel::take_held_locked(Op& op) {
+  auto it = held_.find(op.stream);
+  if (it == held_.end()) return false;
+  std::unique_ptr<Op> held = std::move(it->second.front());
+  it->second.pop_front();
+  if (it->second.empty()) held_.erase(it);
+  op.complete = true;
+  op.header_done = wire::kFrameHeaderBytes;
+  if (held->tag != op.tag || held->size != op.size) {
+    op.error = message(op, mismatch(op, held->tag, held->size));
+    return true;
+  }
+  if (op.size > 0) std::memcpy(op.data, held->data, op.size);
+  op.payload_done = op.size;
+  return true;
+}
+
+// A held message read to its end goes to the first queued receive of its stream, if one was
+// posted meanwhile; else it waits in held_.
+void Channel::deliver_held_locked(std::unique_ptr<Op> held) {
+  Op* prev = nullptr;
+  Op* q = head_;
+  while (q != nullptr && q->stream != held->stream) prev = std::exchange(q, q->next);
+  if (q == nullptr) {
+    held_[held->stream].push_back(std::move(held));
+    return;
+  }
+  (prev != nullptr ? prev->next : head_) = q->next;
+  if (tail_ == q) tail_ = prev;
+  held_[held->stream].push_front(std::move(held));
+  take_held_locked(*q);
+}
+
+// The head's header names another stream: the message belongs to the first queued receive of
+// that stream, or to a new held buffer, which becomes the head. Returns it, or nullptr with cause.
+Op* Channel::redirect_locked(Op& op, const wire::FrameHeader& header, std::string& cause) {
+  if (!failure_.empty()) {
+    cause = failure_;
+    return nullptr;
+  }
+  Op* target = nullptr;
+  for (Op *prev = &op, *q = op.next; q != nullptr; prev = std::exchange(q, q->next)) {
+    if (q->stream != header.stream) continue;
+    if (q->tag != header.tag || q->size != header.length) {
+      cause = mismatch(*q, header.tag, header.length);
+      return nullptr;
+    }
+    prev->next = q->next;
+    if (tail_ == q) tail_ = prev;
+    target = q;
+    break;
+  }
+  if (target == nullptr) {
+    arriving_ = std::make_unique<Op>();
+    try {
+      arriving_->held.resize(header.length);
+    } catch (const std::bad_alloc&) {
+      cause = fmt::format("no memory to hold a message of {} bytes for stream {} until it is received", header.length,
+                          header.stream);
+      return nullptr;
+    }
+    arriving_->dir = Direction::recv;
+    arriving_->stream = header.stream;
+    arriving_->tag = header.tag;
+    arriving_->size = header.length;
+    arriving_->data = arriving_->held.data();
+    target = arriving_.get();
+  }
+  // Move what was read past the header into op's buffer; what lies past the message's end
+  // is the start of the next one.
+  const uint64_t read = op.payload_done, mine = std::min(read, header.length);
+  if (mine > 0) std::memcpy(target->data, op.data, mine);
+  if (read > mine) {
+    std::vector<std::byte> rest(op.data + mine, op.data + read);
+    rest.insert(rest.end(), carry_.begin() + static_cast<std::ptrdiff_t>(carry_pos_), carry_.end());
+    carry_ = std::move(rest);
+    carry_pos_ = 0;
+  }
+  target->header = op.header;
+  target->header_done = wire::kFrameHeaderBytes;
+  target->payload_done = mine;
+  op.header_done = 0;
+  op.payload_done = 0;
+  target->next = &op;
+  head_ = target;
+  return target;
+}
+
+// Fills iov from carry_ as a recvmsg would from the socket; returns the bytes moved.
+uint64_t Channel::take_carry(const iovec* iov, int count) {
+  uint64_t moved = 0;
+  for (int i = 0; i < count && carry_pos_ < carry_.size(); ++i) {
+    const std::size_t n = std::min(iov[i].iov_len, carry_.size() - carry_pos_);
+    std::memcpy(iov[i].iov_base, carry_.data() + carry_pos_, n);
+    carry_pos_ += n;
+    moved += n;
+  }
+  if (carry_pos_ == carry_.size()) {
+    carry_.clear();
+    carry_pos_ = 0;
+  }
+  return moved;
 }
 
 void Channel::hand_to_progress() {
@@ -112,10 +228,12 @@ void Channel::abandon() {
 // --- The step: sendmsg/recvmsg of header and payload --------------------------------------------
 
 // Moves bytes of op until it is done, the socket would block (blocking: SO_SNDTIMEO/SO_RCVTIMEO
-// expired with no byte moved), budget bytes moved, or an error.
-Channel::Step Channel::step(Op& op, bool blocking, uint64_t budget, std::string& cause) {
+// expired with no byte moved), budget bytes moved, or an error. A receive whose header names
+// another stream goes on with the message's own receive (or held buffer): op is set to it.
+Channel::Step Channel::step(Op*& current, bool blocking, uint64_t budget, std::string& cause) {
   uint64_t moved = 0;
   for (;;) {
+    Op& op = *current;
     iovec iov[2];
     int count = 0;
     if (op.header_done < wire::kFrameHeaderBytes)
@@ -131,7 +249,9 @@ Channel::Step Channel::step(Op& op, bool blocking, uint64_t budget, std::string&
     msg.msg_iovlen = static_cast<size_t>(count);
     // Once the header is checked, a blocking receive may wait for the whole payload at once.
     const int flags = !blocking ? MSG_DONTWAIT : op.header_done == wire::kFrameHeaderBytes ? MSG_WAITALL : 0;
-    ssize_t n = dir_ == Direction::send ? ::sendmsg(conn_.fd(), &msg, flags | MSG_NOSIGNAL) : ::recvmsg(conn_.fd(), &msg, flags);
+    ssize_t n = dir_ == Direction::send      ? ::sendmsg(conn_.fd(), &msg, flags | MSG_NOSIGNAL)
+                : carry_pos_ < carry_.size() ? static_cast<ssize_t>(take_carry(iov, count))
+                                             : ::recvmsg(conn_.fd(), &msg, flags);
     if (n > 0) {
       auto got = static_cast<uint64_t>(n);
       const bool had_header = op.header_done == wire::kFrameHeaderBytes;
@@ -140,11 +260,21 @@ Channel::Step Channel::step(Op& op, bool blocking, uint64_t budget, std::string&
       op.payload_done += got - to_header;
       touch();
       if (dir_ == Direction::recv && !had_header && op.header_done == wire::kFrameHeaderBytes) {
-        cause = check_header(op);
+        wire::FrameHeader header;
+        cause = check_header(op, header);
         if (!cause.empty()) return Step::failed;
+        if (header.stream != op.stream) {
+          std::lock_guard lock(mutex_);
+          Op* target = redirect_locked(op, header, cause);
+          if (target == nullptr) return Step::failed;
+          current = target;
+        } else if (header.tag != op.tag || header.length != op.size) {
+          cause = mismatch(op, header.tag, header.length);
+          return Step::failed;
+        }
       }
       moved += got;
-      if (moved >= budget && op.payload_done < op.size) return Step::yielded;
+      if (moved >= budget && current->payload_done < current->size) return Step::yielded;
     } else if (n == 0 && dir_ == Direction::recv) {
       cause = peer_closed;
       return Step::failed;
@@ -165,19 +295,23 @@ Channel::Step Channel::step(Op& op, bool blocking, uint64_t budget, std::string&
   }
 }
 
-std::string Channel::check_header(const Op& op) const {
-  wire::FrameHeader header;
+// The framing: magic and sequence number (the header is counted as read).
+std::string Channel::check_header(const Op& op, wire::FrameHeader& header) {
   try {
     header = wire::decode_frame(op.header);
   } catch (const TransportError& e) {
     return fmt::format("{} from rank {} (not a ringgrad stream, or its framing was lost)", e.what(), conn_.peer());
   }
-  if (header.seq != op.seq)
-    return fmt::format("message #{} arrived where #{} was expected (the stream lost its framing)", header.seq, op.seq);
-  if (header.tag != op.tag || header.length != op.size)
-    return fmt::format("mismatch: message #{} from rank {} has tag {} and {} bytes, this receive expects tag {} and {} bytes",
-                       op.seq, conn_.peer(), header.tag, header.length, op.tag, op.size);
+  if (header.seq != frames_read_)
+    return fmt::format("message #{} arrived where #{} was expected (the stream lost its framing)", header.seq, frames_read_);
+  ++frames_read_;
   return {};
+}
+
+std::string Channel::mismatch(const Op& op, uint64_t tag, uint64_t length) const {
+  return fmt::format("mismatch: the next message from rank {}{} has tag {} and {} bytes, this receive expects tag {} "
+                     "and {} bytes", conn_.peer(), op.stream == 0 ? "" : fmt::format(" on stream {}", op.stream), tag,
+                     length, op.tag, op.size);
 }
 
 // --- Drivers -----------------------------------------------------------------------------------
@@ -186,6 +320,10 @@ void Channel::run(Op& op) {
   {
     std::unique_lock lock(mutex_);
     if (!failure_.empty()) throw TransportError(message(op, failure_));
+    if (dir_ == Direction::recv && take_held_locked(op)) {
+      if (!op.error.empty()) throw TransportError(op.error);
+      return;
+    }
     if (!enqueue_locked(op)) {
       lock.unlock();
       return wait(op);  // others are queued ahead: the progress thread drives them and this one
@@ -195,39 +333,48 @@ void Channel::run(Op& op) {
   if (!op.error.empty()) throw TransportError(op.error);
 }
 
-// Drives op on the caller's thread with blocking system calls; each one fails only after the
-// timeout passes without a byte moved. Another thread that fails the connection shuts the
-// socket down, which ends a blocked call at once.
-void Channel::drive_blocking(Op& op) {
-  std::string cause;
-  Step result = step(op, /*blocking=*/true, UINT64_MAX, cause);
-  if (result == Step::would_block) cause = timeout_cause();
-  if (result != Step::done) conn_.fail(cause);
-  std::unique_lock lock(mutex_);
-  if (finish_head_locked(op, result == Step::done) != nullptr) {
-    lock.unlock();
-    hand_to_progress();  // asynchronous operations were queued behind this one
+// Drives on the caller's thread with blocking system calls until own completes; each call fails
+// only after the timeout passes without a byte moved. Messages of other streams that arrive
+// first are read on the way. Another thread that fails the connection shuts the socket down,
+// which ends a blocked call at once.
+void Channel::drive_blocking(Op& own) {
+  Op* op = &own;
+  for (;;) {
+    std::string cause;
+    Step result = step(op, /*blocking=*/true, UINT64_MAX, cause);
+    if (result == Step::would_block) cause = timeout_cause();
+    if (result != Step::done) conn_.fail(cause);
+    std::unique_lock lock(mutex_);
+    Op* next = finish_head_locked(*op, result == Step::done);
+    if (own.complete) {
+      if (next == nullptr) return;
+      lock.unlock();
+      return hand_to_progress();  // asynchronous operations were queued behind this one
+    }
+    op = next;  // own is still queued, so next is not null
   }
 }
 
-void Channel::start(Op& op) {
+void Channel::start(Op& own) {
   {
     std::lock_guard lock(mutex_);
     if (!failure_.empty()) {
-      op.complete = true;
-      op.error = message(op, failure_);
+      own.complete = true;
+      own.error = message(own, failure_);
       return;
     }
-    if (!enqueue_locked(op)) return;
+    if (dir_ == Direction::recv && take_held_locked(own)) return;
+    if (!enqueue_locked(own)) return;
   }
   // Idle channel: one attempt on the caller's thread (a small send usually completes here),
   // then the progress thread takes over.
+  Op* op = &own;
   std::string cause;
   Step result = step(op, /*blocking=*/false, kProgressBudget, cause);
   if (result == Step::failed) conn_.fail(cause);
   if (result == Step::done || result == Step::failed) {
     std::unique_lock lock(mutex_);
-    if (finish_head_locked(op, result == Step::done) == nullptr) return;
+    if (finish_head_locked(*op, result == Step::done) == nullptr) return;
   }
   hand_to_progress();
 }
@@ -244,7 +391,7 @@ void Channel::drive() {
       op = head_;
     }
     std::string cause;
-    switch (step(*op, /*blocking=*/false, kProgressBudget, cause)) {
+    switch (step(op, /*blocking=*/false, kProgressBudget, cause)) {
       case Step::done: {
         std::unique_lock lock(mutex_);
         if (finish_head_locked(*op, true) == nullptr) {

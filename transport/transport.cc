@@ -161,9 +161,10 @@ bool Request::test() { return !op_ || op_->conn->channel(op_->dir).test(*op_); }
 namespace {
 
 // A send only reads its buffer; Op holds one non-const pointer for both directions.
-detail::Op make_op(detail::Direction dir, const std::byte* data, size_t size, uint64_t tag) {
+detail::Op make_op(detail::Direction dir, const std::byte* data, size_t size, uint64_t tag, uint32_t stream) {
   detail::Op op;
   op.dir = dir;
+  op.stream = stream;
   op.data = const_cast<std::byte*>(data);
   op.size = size;
   op.tag = tag;
@@ -183,25 +184,25 @@ bool Transport::connected(int peer) const { return engine_->peer(peer, "connecte
 
 Store& Transport::store() { return engine_->store(); }
 
-void Transport::send(int peer, std::span<const std::byte> data, uint64_t tag) {
-  detail::Op op = make_op(detail::Direction::send, data.data(), data.size(), tag);
+void Transport::send(int peer, std::span<const std::byte> data, uint64_t tag, uint32_t stream) {
+  detail::Op op = make_op(detail::Direction::send, data.data(), data.size(), tag, stream);
   engine_->peer(peer, "send")->channel(detail::Direction::send).run(op);
 }
 
-void Transport::recv(int peer, std::span<std::byte> data, uint64_t tag) {
-  detail::Op op = make_op(detail::Direction::recv, data.data(), data.size(), tag);
+void Transport::recv(int peer, std::span<std::byte> data, uint64_t tag, uint32_t stream) {
+  detail::Op op = make_op(detail::Direction::recv, data.data(), data.size(), tag, stream);
   engine_->peer(peer, "recv")->channel(detail::Direction::recv).run(op);
 }
 
-Request Transport::isend(int peer, std::span<const std::byte> data, uint64_t tag) {
-  auto op = std::make_unique<detail::Op>(make_op(detail::Direction::send, data.data(), data.size(), tag));
+Request Transport::isend(int peer, std::span<const std::byte> data, uint64_t tag, uint32_t stream) {
+  auto op = std::make_unique<detail::Op>(make_op(detail::Direction::send, data.data(), data.size(), tag, stream));
   op->conn = engine_->peer(peer, "isend");
   op->conn->channel(op->dir).start(*op);
   return Request(std::move(op));
 }
 
-Request Transport::irecv(int peer, std::span<std::byte> data, uint64_t tag) {
-  auto op = std::make_unique<detail::Op>(make_op(detail::Direction::recv, data.data(), data.size(), tag));
+Request Transport::irecv(int peer, std::span<std::byte> data, uint64_t tag, uint32_t stream) {
+  auto op = std::make_unique<detail::Op>(make_op(detail::Direction::recv, data.data(), data.size(), tag, stream));
   op->conn = engine_->peer(peer, "irecv");
   op->conn->channel(op->dir).start(*op);
   return Request(std::move(op));

@@ -1,8 +1,9 @@
 // Transport: point-to-point messages between the ranks of a job over a full mesh of TCP
 // connections, one per pair of ranks, set up through the rendezvous Store that rank 0 serves.
 // Blocking calls run on the caller's thread straight on the socket; asynchronous ones are
-// driven by one progress thread per process. Each message carries a 32-byte header (sequence,
-// tag, length), so a receive that does not match what was sent fails instead of corrupting.
+// driven by one progress thread per process. Each message carries a 32-byte header (stream,
+// sequence, tag, length), so a receive that does not match what was sent fails instead of
+// corrupting. Streams let several communicators share the connections (see channel.h).
 #pragma once
 
 #include <chrono>
@@ -66,16 +67,17 @@ class Transport {
   /// closed by the peer (it exited, died or aborted). For waits that do not read the socket.
   bool connected(int peer) const;
 
-  /// Sends data (any size, 0 bytes to more than 4 GiB) to peer with a user tag. Returns when
-  /// the bytes are handed to the kernel: the buffer may be reused, the peer may not have them.
-  /// Messages to one peer are matched with its receives in issue order, sync and async alike.
-  void send(int peer, std::span<const std::byte> data, uint64_t tag);
+  /// Sends data (any size, 0 bytes to more than 4 GiB) to peer with a user tag on `stream`.
+  /// Returns when the bytes are handed to the kernel: the buffer may be reused, the peer may
+  /// not have them. Messages to one peer on one stream are matched with its receives on that
+  /// stream in issue order, sync and async alike; streams are independent of each other.
+  void send(int peer, std::span<const std::byte> data, uint64_t tag, uint32_t stream = 0);
   /// Receives exactly data.size() bytes from peer. Throws TransportError if the next message
-  /// from peer has a different length or tag (the connection to peer is then closed).
-  void recv(int peer, std::span<std::byte> data, uint64_t tag);
+  /// from peer on `stream` has a different length or tag (the connection to peer is then closed).
+  void recv(int peer, std::span<std::byte> data, uint64_t tag, uint32_t stream = 0);
   /// Asynchronous versions: start the operation and return at once.
-  Request isend(int peer, std::span<const std::byte> data, uint64_t tag);
-  Request irecv(int peer, std::span<std::byte> data, uint64_t tag);
+  Request isend(int peer, std::span<const std::byte> data, uint64_t tag, uint32_t stream = 0);
+  Request irecv(int peer, std::span<std::byte> data, uint64_t tag, uint32_t stream = 0);
 
   /// The rendezvous store, for small out-of-band agreement (e.g. a barrier by add + wait).
   Store& store();

@@ -20,7 +20,7 @@ constexpr uint32_t kMaxWorldSize = 1u << 20;
 FrameBytes encode_frame(const FrameHeader& header) {
   FrameBytes bytes{};
   put_u32(&bytes[0], kFrameMagic);
-  put_u32(&bytes[4], 0);
+  put_u32(&bytes[4], header.stream);
   put_u64(&bytes[8], header.seq);
   put_u64(&bytes[16], header.tag);
   put_u64(&bytes[24], header.length);
@@ -30,8 +30,7 @@ FrameBytes encode_frame(const FrameHeader& header) {
 FrameHeader decode_frame(std::span<const std::byte, kFrameHeaderBytes> bytes) {
   if (get_u32(&bytes[0]) != kFrameMagic)
     malformed(fmt::format("message header: magic {:#010x}, expected {:#010x}", get_u32(&bytes[0]), kFrameMagic));
-  if (get_u32(&bytes[4]) != 0) malformed(fmt::format("message header: flags {:#x}, expected 0", get_u32(&bytes[4])));
-  return {get_u64(&bytes[8]), get_u64(&bytes[16]), get_u64(&bytes[24])};
+  return {get_u32(&bytes[4]), get_u64(&bytes[8]), get_u64(&bytes[16]), get_u64(&bytes[24])};
 }
 
 std::vector<std::byte> encode_hello(const Hello& hello) {

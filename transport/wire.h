@@ -32,28 +32,30 @@ inline uint16_t get_u16(const std::byte* p) { return static_cast<uint16_t>(get_l
 inline uint32_t get_u32(const std::byte* p) { return static_cast<uint32_t>(get_le(p, 4)); }
 inline uint64_t get_u64(const std::byte* p) { return get_le(p, 8); }
 
-// --- Frame header: magic u32 | flags u32 (0) | seq u64 | tag u64 | length u64 ------------------
+// --- Frame header: magic u32 | stream u32 | seq u64 | tag u64 | length u64 ---------------------
 constexpr uint32_t kFrameMagic = 0x31464752;  // "RGF1"
 constexpr size_t kFrameHeaderBytes = 32;
 using FrameBytes = std::array<std::byte, kFrameHeaderBytes>;
 
-/// seq counts the messages of one direction of one connection from 0; tag is the caller's;
-/// length is the payload size in bytes.
+/// stream is the communicator the message belongs to (0: the world); seq counts the messages
+/// of one direction of one connection from 0; tag is the caller's; length is the payload size
+/// in bytes.
 struct FrameHeader {
+  uint32_t stream = 0;
   uint64_t seq = 0;
   uint64_t tag = 0;
   uint64_t length = 0;
 };
 
 FrameBytes encode_frame(const FrameHeader& header);
-/// Throws TransportError when the magic or the flags are wrong (not a ringgrad stream, or a
-/// stream that lost its framing).
+/// Throws TransportError when the magic is wrong (not a ringgrad stream, or a stream that lost
+/// its framing).
 FrameHeader decode_frame(std::span<const std::byte, kFrameHeaderBytes> bytes);
 
 // --- Hello (connecting rank -> accepting rank) -------------------------------------------------
 // magic u32 | version u16 | job id length u16 | rank u32 | world size u32 | job id bytes
 constexpr uint32_t kHelloMagic = 0x31484752;  // "RGH1"
-constexpr uint16_t kVersion = 1;
+constexpr uint16_t kVersion = 2;  // 2: frame headers carry the stream
 constexpr size_t kHelloFixedBytes = 16;
 constexpr size_t kMaxJobIdBytes = 256;
 

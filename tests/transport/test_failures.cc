@@ -73,7 +73,7 @@ TEST_CASE("a receive with the wrong tag is an error") {
       t.send(1, data, 41);
     } else {
       std::string error = error_of([&] { t.recv(0, data, 42); });
-      check(contains(error, "message #0 from rank 0 has tag 41 and 8 bytes, this receive expects tag 42"), error);
+      check(contains(error, "the next message from rank 0 has tag 41 and 8 bytes, this receive expects tag 42"), error);
     }
   });
   INFO(describe(results));

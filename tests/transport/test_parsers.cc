@@ -59,16 +59,16 @@ TEST_CASE("every fuzz corpus case goes through its fuzz target") {
   CHECK(cases >= 30);
 }
 
-TEST_CASE("frame headers: fields in place and 64-bit lengths and bad magic or flags refused") {
+TEST_CASE("frame headers: fields in place, a stream, 64-bit lengths and bad magic refused") {
   auto valid = input("wire", "frame_valid");
   auto h = wire::decode_frame(std::span<const std::byte, 32>(valid.data(), 32));
-  CHECK((h.seq == 3 && h.tag == 7 && h.length == 100));
+  CHECK((h.stream == 0 && h.seq == 3 && h.tag == 7 && h.length == 100));
   auto max = input("wire", "frame_max_length");
   CHECK(wire::decode_frame(std::span<const std::byte, 32>(max.data(), 32)).length == UINT64_MAX);
   auto bad = input("wire", "frame_bad_magic");
   CHECK_THAT(error_of([&] { wire::decode_frame(std::span<const std::byte, 32>(bad.data(), 32)); }), Catch::Contains("magic 0x41414141"));
-  auto flags = input("wire", "frame_flags_set");
-  CHECK_THAT(error_of([&] { wire::decode_frame(std::span<const std::byte, 32>(flags.data(), 32)); }), Catch::Contains("flags 0x1"));
+  auto stream = input("wire", "frame_stream");
+  CHECK(wire::decode_frame(std::span<const std::byte, 32>(stream.data(), 32)).stream == 5);
 }
 
 TEST_CASE("hellos: bounded job id and rank below world size and exact length") {
@@ -81,7 +81,7 @@ TEST_CASE("hellos: bounded job id and rank below world size and exact length") {
       {"hello_rank_not_below_world", "rank 2 of world size 2"},
       {"hello_world_zero", "rank 0 of world size 0"},
       {"hello_world_huge", "world size 4294967295"},
-      {"hello_bad_version", "protocol version 2"},
+      {"hello_bad_version", "protocol version 3"},
       {"hello_truncated", "shorter than its fixed part"},
   };
   for (const auto& [name, reason] : refused) {
