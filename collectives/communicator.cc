@@ -7,6 +7,8 @@
 // algorithm (algorithms/dispatch.cc).
 #include "collectives/communicator.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "collectives/algorithms/algorithms.h"
@@ -67,8 +69,9 @@ Communicator::Communicator(const transport::Config& config, CommOptions options)
 Communicator::Communicator(std::unique_ptr<transport::Transport> transport, CommOptions options)
     : transport_(std::move(transport)),
       options_(std::move(options)),
-      rank_(transport_->rank()),
-      world_size_(transport_->world_size()),
+      group_{0, transport_->rank(), transport_->world_size(), {}, {}},
+      rank_(group_.rank),
+      world_size_(group_.size),
       hosts_(world_size_ > 1 ? HostLayout::from_store(transport_->store(), world_size_) : HostLayout{{0}}),
       model_hosts_(hosts_.uniform() ? hosts_.hosts() : 1) {
   options_.validate();
@@ -77,6 +80,56 @@ Communicator::Communicator(std::unique_ptr<transport::Transport> transport, Comm
   if (options_.backend == Backend::kMpi) mpi_ = std::make_unique<MpiBackend>(rank_, world_size_);
 #endif
   worker_ = std::thread([this] { worker_loop(); });
+}
+
+// A group: the parent's transport and options, no shared memory (its inboxes are the parent's).
+Communicator::Communicator(std::shared_ptr<transport::Transport> transport, CommOptions options, Group group,
+                           HostLayout hosts)
+    : transport_(std::move(transport)),
+      options_(std::move(options)),
+      group_(std::move(group)),
+      rank_(group_.rank),
+      world_size_(group_.size),
+      hosts_(std::move(hosts)),
+      model_hosts_(hosts_.uniform() ? hosts_.hosts() : 1),
+      shm_decided_(true),
+      host_path_("TCP (a group travels on the job's TCP connections, on a stream of its own)") {
+  worker_ = std::thread([this] { worker_loop(); });
+}
+
+std::unique_ptr<Communicator> Communicator::split(int color, int key, std::string name) {
+  // Every rank's color and key, and from rank 0 a stream number no other group of the job has
+  // (sibling groups share it: they have no two ranks in common, so no connection carries both).
+  int64_t mine[3] = {color, key, 0};
+  if (rank_ == 0) mine[2] = store().add("ringgrad/group_streams", 1);
+  std::vector<int64_t> all(3 * static_cast<std::size_t>(world_size_));
+  all_gather(ConstBuffer(mine, 3, DType::kInt64), Buffer(all.data(), all.size(), DType::kInt64));
+#if RINGGRAD_HAVE_MPI
+  std::unique_ptr<MpiBackend> mpi = mpi_ ? mpi_->split(color, key) : nullptr;  // every rank takes part
+#endif
+  if (color < 0) return nullptr;
+  std::vector<int> ranks;  // parent ranks of my group, in group order
+  for (int q = 0; q < world_size_; ++q)
+    if (all[3 * static_cast<std::size_t>(q)] == color) ranks.push_back(q);
+  std::stable_sort(ranks.begin(), ranks.end(), [&](int a, int b) {
+    return all[3 * static_cast<std::size_t>(a) + 1] < all[3 * static_cast<std::size_t>(b) + 1];
+  });
+  Group group;
+  group.stream = static_cast<uint32_t>(all[2]);
+  group.size = static_cast<int>(ranks.size());
+  group.rank = static_cast<int>(std::find(ranks.begin(), ranks.end(), rank_) - ranks.begin());
+  for (int q : ranks) group.members.push_back(group_.job_rank(q));
+  group.name = name.empty() ? fmt::format("split {} color {}", group.stream, color) : std::move(name);
+  auto child = std::unique_ptr<Communicator>(new Communicator(transport_, options_, std::move(group), hosts_.subset(ranks)));
+#if RINGGRAD_HAVE_MPI
+  child->mpi_ = std::move(mpi);
+#endif
+  return child;
+}
+
+std::string Communicator::where(const Task& task) const {
+  if (!is_collective(task.kind)) return fmt::format("{} on {}", coll_name(task.kind), describe_rank(group_));
+  return fmt::format("{} #{} on {}", coll_name(task.kind), task.seq, describe_rank(group_));
 }
 
 Communicator::~Communicator() {
@@ -199,8 +252,10 @@ Work Communicator::submit(Task task, bool blocking) {
   task.state = state;
   std::unique_lock lock(mutex_);
   if (!broken_.empty())
-    throw transport::TransportError(fmt::format("{} on rank {}: the communicator is broken by an earlier error: {}",
-                                                coll_name(task.kind), rank_, broken_));
+    throw transport::TransportError(fmt::format("{} on {}: the communicator is broken by an earlier error: {}",
+                                                coll_name(task.kind), describe_rank(group_), broken_));
+  if (task.device != kHost && !group_.is_world() && task.invalid.empty())
+    task.invalid = "device buffers in a group communicator: groups run host buffers only (yet)";
   if (task.device != kHost && task.invalid.empty()) {
     if (bound_device_ == kHost) bound_device_ = task.device;
     if (task.device != bound_device_)
@@ -209,7 +264,7 @@ Work Communicator::submit(Task task, bool blocking) {
   }
   // Without the check no other rank would hear of a bad argument: throw here, before any data moves.
   if (!task.invalid.empty() && (!options_.check_args || !is_collective(task.kind)))
-    throw CollectiveError(fmt::format("{} on rank {}: {}", coll_name(task.kind), rank_, task.invalid));
+    throw CollectiveError(fmt::format("{} on {}: {}", coll_name(task.kind), describe_rank(group_), task.invalid));
   if (is_collective(task.kind)) task.seq = next_seq_++;
   if (blocking && queue_.empty() && !running_) {
     running_ = true;  // run on the caller's thread: no hand-off to the worker and back
@@ -253,8 +308,8 @@ void Communicator::execute(Task& task) {
   {
     std::lock_guard lock(mutex_);
     if (!broken_.empty())
-      error = std::make_exception_ptr(transport::TransportError(fmt::format(
-          "{} on rank {}: the communicator is broken by an earlier error: {}", coll_name(task.kind), rank_, broken_)));
+      error = std::make_exception_ptr(transport::TransportError(
+          fmt::format("{}: the communicator is broken by an earlier error: {}", where(task), broken_)));
   }
   if (!error) {
     try {
@@ -275,6 +330,9 @@ void Communicator::execute(Task& task) {
       }
     } catch (const CollectiveError&) {
       error = std::current_exception();  // found before any data moved: still usable
+    } catch (const transport::TransportError& e) {
+      error = std::make_exception_ptr(transport::TransportError(fmt::format("{}: {}", where(task), e.what())));
+      break_on(e);
     } catch (const std::exception& e) {
       error = std::current_exception();
       break_on(e);
@@ -320,7 +378,7 @@ void Communicator::check_agreement(const Task& task) {
                          check_counts(*host_link(kCheckTag, true), task.send_counts, task.recv_counts));
     why = find_disagreement(exchange_descriptors(*host_link(kCheckTag, true), mine));
   }
-  if (!why.empty()) throw CollectiveError(fmt::format("{} #{} on rank {}: {}", coll_name(task.kind), task.seq, rank_, why));
+  if (!why.empty()) throw CollectiveError(fmt::format("{}: {}", where(task), why));
 }
 
 // Decided once, by the first host collective (every rank runs it, in the same order).
@@ -336,7 +394,7 @@ void Communicator::choose_host_path() {
 
 std::unique_ptr<Link> Communicator::host_link(uint64_t tag, bool collective) {
   if (shm_ && collective) return std::make_unique<ShmLink>(*shm_, *transport_, tag, shm_poll_);
-  return std::make_unique<HostLink>(*transport_, tag, options_.chunk_bytes, scratch_);
+  return std::make_unique<HostLink>(*transport_, group_, tag, options_.chunk_bytes, scratch_);
 }
 
 }  // namespace ringgrad::collectives

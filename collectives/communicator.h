@@ -1,8 +1,9 @@
 // Communicator: a process group over the transport, with NCCL's collectives (broadcast, reduce,
 // all_reduce, all_gather, reduce_scatter), MPI's gather, scatter, all_to_all and all_to_all_v,
-// barrier, send/recv and batches of them, blocking and asynchronous.
-// Collectives issued in the same order on every rank are matched by sequence number and run,
-// in that order, on one worker thread per communicator, so they progress while the caller computes.
+// barrier, send/recv and batches of them, blocking and asynchronous, and split into groups
+// (MPI_Comm_split). Collectives issued in the same order on every rank are matched by sequence
+// number and run, in that order, on one worker thread per communicator, so they progress while
+// the caller computes; a group has its own worker, sequence numbers and transport stream.
 // Buffers may be host memory (TCP) or CUDA device memory (CUDA IPC, host staging, or NCCL).
 #pragma once
 
@@ -24,6 +25,7 @@
 #include "collectives/collective_error.h"
 #include "collectives/comm_options.h"
 #include "collectives/dtype.h"
+#include "collectives/group.h"
 #include "collectives/host_layout.h"
 #include "collectives/p2p_op.h"
 #include "collectives/work.h"
@@ -57,8 +59,21 @@ class Communicator {
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
+  /// This process's rank and the number of ranks, in this communicator (a group's own).
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
+  /// The group this communicator is: the world, or one made by split.
+  const Group& group() const { return group_; }
+
+  /// MPI_Comm_split: every rank of this communicator calls it (it is a collective, in issue
+  /// order with the others); ranks passing the same color form one group, ordered by key, then
+  /// by their rank here. A negative color joins no group and gets nullptr. The group shares
+  /// this communicator's TCP connections on a stream of its own, so it may run at the same
+  /// time as this one and its other groups, from other threads. A group runs host buffers
+  /// only, over TCP (not shared memory), or MPI_Comm_split's communicator under backend mpi.
+  /// `name` is how its errors name it (default "split N color C"). Throws CollectiveError,
+  /// TransportError.
+  std::unique_ptr<Communicator> split(int color, int key, std::string name = "");
   /// How host-memory collectives travel: "shared memory", or "TCP (why not shared memory)";
   /// empty until the first host collective decided it.
   std::string host_path() const;
@@ -143,8 +158,13 @@ class Communicator {
   void break_on(const std::exception& error);
   void run_on_mpi(Task& task);
 
-  std::unique_ptr<transport::Transport> transport_;
+  Communicator(std::shared_ptr<transport::Transport> transport, CommOptions options, Group group, HostLayout hosts);
+  // "all_reduce #3 on rank 1 of group tp (...)": how errors name the call and this rank.
+  std::string where(const Task& task) const;
+
+  std::shared_ptr<transport::Transport> transport_;  // shared with the parent and its groups
   CommOptions options_;
+  Group group_;
   int rank_;
   int world_size_;
   HostLayout hosts_;

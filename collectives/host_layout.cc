@@ -36,6 +36,16 @@ std::vector<int> HostLayout::cross_ranks(int rank) const {
   return out;
 }
 
+HostLayout HostLayout::subset(const std::vector<int>& ranks) const {
+  HostLayout layout;
+  std::map<int, int> index;  // host here -> host in the subset
+  for (int q : ranks) {
+    const auto [it, added] = index.emplace(host_of[static_cast<std::size_t>(q)], static_cast<int>(index.size()));
+    layout.host_of.push_back(it->second);
+  }
+  return layout;
+}
+
 HostLayout HostLayout::from_store(transport::Store& store, int world_size) {
   HostLayout layout;
   std::map<std::string, int> index;  // ip -> host

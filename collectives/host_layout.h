@@ -23,6 +23,9 @@ struct HostLayout {
   /// (NCCL's "rail": the ranks that talk across hosts together). Needs uniform().
   std::vector<int> cross_ranks(int rank) const;
 
+  /// The layout of the ranks `ranks` (a group, in group-rank order), hosts renumbered.
+  HostLayout subset(const std::vector<int>& ranks) const;
+
   /// The layout of a job of `world_size` ranks from their published addresses. Throws
   /// transport::TransportError when an address is missing past the store's timeout.
   static HostLayout from_store(transport::Store& store, int world_size);

@@ -210,33 +210,47 @@ double predicted_us(const Communicator& comm, CollKind kind, const std::string& 
   return std::nan("");
 }
 
+// What the flags ask to time, parsed and checked before the ranks join (a typo should not
+// wait for a rendezvous). Throws std::invalid_argument naming the flag.
+struct Sweep {
+  std::vector<DType> dtypes;
+  std::vector<ReduceOp> ops;
+  std::size_t min_b, max_b, step_b;
+};
+
+Sweep parse_sweep(CollKind kind, const Options& o) {
+  Sweep w;
+  for (const auto& d : split(o.dtype))
+    if (d == "all") w.dtypes.assign(std::begin(collectives::kAllDTypes), std::end(collectives::kAllDTypes));
+    else w.dtypes.push_back(collectives::parse_dtype(d));
+  for (const auto& x : split(o.op))
+    if (x == "all") w.ops.assign(std::begin(collectives::kAllReduceOps), std::end(collectives::kAllReduceOps));
+    else w.ops.push_back(collectives::parse_reduce_op(x));
+  if (!reduces(kind)) w.ops = {ReduceOp::SUM};
+  w.min_b = parse_size(o.min_bytes);
+  w.max_b = parse_size(o.max_bytes);
+  w.step_b = o.step_bytes.empty() ? 0 : parse_size(o.step_bytes);
+  if (w.min_b > w.max_b) throw std::invalid_argument(fmt::format("-b {} is larger than -e {}: no size to time", o.min_bytes, o.max_bytes));
+  if (!w.step_b && w.min_b == 0 && o.step_factor > 1)
+    throw std::invalid_argument("-b 0 with -f: every size would stay 0; start at 1 byte or more, or step with -i");
+  return w;
+}
+
 struct Measure {
   double time_us = 0;
   long wrong = 0;
   bool valid = false;
 };
 
-int run(CollKind kind, const Options& o, Communicator& comm, std::vector<Contender> contenders, int device) {
+int run(CollKind kind, const Options& o, const Sweep& sweep, Communicator& comm, std::vector<Contender> contenders,
+        int device) {
   const int p = comm.world_size(), r = comm.rank();
   if (kind == CollKind::kBatchSendRecv && p < 2)
     throw std::invalid_argument("sendrecv exchanges with the neighbouring ranks: run it on 2 ranks or more");
   const bool lead = r == 0;
   std::string model_line = fmt::format("defaults, --calibrate measures them: {}", comm.options().model.describe());
   if (o.calibrate) model_line = fmt::format("calibrated: {}", collectives::calibrate(comm).describe());
-  std::vector<DType> dtypes;
-  for (const auto& d : split(o.dtype))
-    if (d == "all") dtypes.assign(std::begin(collectives::kAllDTypes), std::end(collectives::kAllDTypes));
-    else dtypes.push_back(collectives::parse_dtype(d));
-  std::vector<ReduceOp> ops;
-  for (const auto& x : split(o.op))
-    if (x == "all") ops.assign(std::begin(collectives::kAllReduceOps), std::end(collectives::kAllReduceOps));
-    else ops.push_back(collectives::parse_reduce_op(x));
-  if (!reduces(kind)) ops = {ReduceOp::SUM};
-  const std::size_t min_b = parse_size(o.min_bytes), max_b = parse_size(o.max_bytes);
-  const std::size_t step_b = o.step_bytes.empty() ? 0 : parse_size(o.step_bytes);
-  if (min_b > max_b) throw std::invalid_argument(fmt::format("-b {} is larger than -e {}: no size to time", o.min_bytes, o.max_bytes));
-  if (!step_b && min_b == 0 && o.step_factor > 1)
-    throw std::invalid_argument("-b 0 with -f: every size would stay 0; start at 1 byte or more, or step with -i");
+  const auto& [dtypes, ops, min_b, max_b, step_b] = sweep;
 
   if (lead) {
     fmt::print("# ringgrad {}_perf: nranks {}, iters {}, warmup {}, repeat {}, check {}, argument check {}\n",
@@ -408,6 +422,7 @@ int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vect
     if (o.backend == "mpi" && o.device != "cpu")
       throw std::invalid_argument("--backend mpi times host buffers: --device cpu");
     if (extra && o.device == "cuda") throw std::invalid_argument("this tool's extra contenders time host memory only: --device cpu");
+    const Sweep sweep = parse_sweep(kind, o);
     const transport::Config config = transport::Config::from_env();
     const int device = o.device == "cuda" ? pick_device(config.rank) : collectives::kHost;
     collectives::CommOptions options = collectives::CommOptions::from_env();
@@ -424,7 +439,7 @@ int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vect
       auto more = extra(comm);
       contenders.insert(contenders.end(), more.begin(), more.end());
     }
-    return run(kind, o, comm, std::move(contenders), device);
+    return run(kind, o, sweep, comm, std::move(contenders), device);
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "%s_perf: out of memory for buffers of up to -e %s (each rank holds its send and recv, and "
                  "a reference copy)\n", perf_name(kind).c_str(), o.max_bytes.c_str());

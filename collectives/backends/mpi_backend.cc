@@ -58,12 +58,22 @@ int mpi_count(std::size_t count, int rank) {
 
 }  // namespace
 
-MpiBackend::MpiBackend(int rank, int world_size) : rank_(rank), world_size_(world_size) {
+struct MpiBackend::Comm {
+  MPI_Comm comm = MPI_COMM_WORLD;
+  ~Comm() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (comm != MPI_COMM_WORLD && !finalized) MPI_Comm_free(&comm);
+  }
+};
+
+MpiBackend::MpiBackend(int rank, int world_size)
+    : rank_(rank), world_size_(world_size), comm_(std::make_unique<Comm>()) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
     int provided = 0;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
     std::atexit([] {
       int finalized = 0;
       MPI_Finalized(&finalized);
@@ -77,6 +87,30 @@ MpiBackend::MpiBackend(int rank, int world_size) : rank_(rank), world_size_(worl
   if (mpi_rank != rank || mpi_size != world_size)
     throw CollectiveError(fmt::format("rank {} of {}: backend mpi, but MPI_COMM_WORLD says rank {} of {} (start the "
                                       "program with mpirun, or use backend ringgrad)", rank, world_size, mpi_rank, mpi_size));
+}
+
+MpiBackend::MpiBackend(std::unique_ptr<Comm> comm, int rank, int world_size)
+    : rank_(rank), world_size_(world_size), comm_(std::move(comm)) {}
+
+MpiBackend::~MpiBackend() = default;
+
+std::unique_ptr<MpiBackend> MpiBackend::split(int color, int key) {
+  int level = 0;
+  MPI_Query_thread(&level);
+  if (level < MPI_THREAD_MULTIPLE)
+    throw CollectiveError(fmt::format("rank {}: backend mpi: groups run from their own threads and need "
+                                      "MPI_THREAD_MULTIPLE, which this MPI does not provide", rank_));
+  auto comm = std::make_unique<Comm>();
+  check(MPI_Comm_split(comm_->comm, color < 0 ? MPI_UNDEFINED : color, key, &comm->comm), rank_, "MPI_Comm_split");
+  if (comm->comm == MPI_COMM_NULL) {
+    comm->comm = MPI_COMM_WORLD;  // nothing to free
+    return nullptr;
+  }
+  MPI_Comm_set_errhandler(comm->comm, MPI_ERRORS_RETURN);
+  int rank = 0, size = 0;
+  MPI_Comm_rank(comm->comm, &rank);
+  MPI_Comm_size(comm->comm, &size);
+  return std::unique_ptr<MpiBackend>(new MpiBackend(std::move(comm), rank, size));
 }
 
 void MpiBackend::run(CollKind kind, const CollArgs& a, int peer, uint64_t tag) {
@@ -94,41 +128,41 @@ void MpiBackend::run(CollKind kind, const CollArgs& a, int peer, uint64_t tag) {
   switch (kind) {
     case CollKind::kBroadcast:
       if (root && send != recv) std::memcpy(recv, send, a.count * es);
-      e = MPI_Bcast(recv, n, t, a.root, MPI_COMM_WORLD);
+      e = MPI_Bcast(recv, n, t, a.root, comm_->comm);
       break;
     case CollKind::kReduce:
-      e = MPI_Reduce(root && send == recv ? MPI_IN_PLACE : send, recv, n, t, op, a.root, MPI_COMM_WORLD);
+      e = MPI_Reduce(root && send == recv ? MPI_IN_PLACE : send, recv, n, t, op, a.root, comm_->comm);
       break;
     case CollKind::kAllReduce:
-      e = MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, n, t, op, MPI_COMM_WORLD);
+      e = MPI_Allreduce(send == recv ? MPI_IN_PLACE : send, recv, n, t, op, comm_->comm);
       break;
     case CollKind::kAllGather:
-      e = MPI_Allgather(send == a.recv + R * a.count * es ? MPI_IN_PLACE : send, n, t, recv, n, t, MPI_COMM_WORLD);
+      e = MPI_Allgather(send == a.recv + R * a.count * es ? MPI_IN_PLACE : send, n, t, recv, n, t, comm_->comm);
       break;
     case CollKind::kReduceScatter: {
       // NCCL's in place (recv inside send) is not MPI's (MPI_IN_PLACE reads from recv): go
       // through a temporary block.
       std::vector<std::byte> block(a.recv >= a.send && a.recv < a.send + a.count * es * static_cast<std::size_t>(world_size_)
                                        ? a.count * es : 0);
-      e = MPI_Reduce_scatter_block(send, block.empty() ? recv : block.data(), n, t, op, MPI_COMM_WORLD);
+      e = MPI_Reduce_scatter_block(send, block.empty() ? recv : block.data(), n, t, op, comm_->comm);
       if (!block.empty()) std::memcpy(recv, block.data(), block.size());
       break;
     }
     case CollKind::kGather:
       e = MPI_Gather(root && send == a.recv + R * a.count * es ? MPI_IN_PLACE : send, n, t, recv, n, t, a.root,
-                     MPI_COMM_WORLD);
+                     comm_->comm);
       break;
     case CollKind::kScatter:
       e = MPI_Scatter(send, n, t, root && recv == a.send + R * a.count * es ? MPI_IN_PLACE : recv, n, t, a.root,
-                      MPI_COMM_WORLD);
+                      comm_->comm);
       break;
     case CollKind::kAllToAll:
-      e = MPI_Alltoall(send == recv ? MPI_IN_PLACE : send, n, t, recv, n, t, MPI_COMM_WORLD);
+      e = MPI_Alltoall(send == recv ? MPI_IN_PLACE : send, n, t, recv, n, t, comm_->comm);
       break;
-    case CollKind::kBarrier: e = MPI_Barrier(MPI_COMM_WORLD); break;
-    case CollKind::kSend: e = MPI_Send(send, n, t, peer, static_cast<int>(tag % 32768), MPI_COMM_WORLD); break;
+    case CollKind::kBarrier: e = MPI_Barrier(comm_->comm); break;
+    case CollKind::kSend: e = MPI_Send(send, n, t, peer, static_cast<int>(tag % 32768), comm_->comm); break;
     case CollKind::kRecv:
-      e = MPI_Recv(recv, n, t, peer, static_cast<int>(tag % 32768), MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      e = MPI_Recv(recv, n, t, peer, static_cast<int>(tag % 32768), comm_->comm, MPI_STATUS_IGNORE);
       break;
     case CollKind::kBatchSendRecv:  // run_batch
     case CollKind::kAllToAllV: break;   // run_all_to_all_v
@@ -151,7 +185,7 @@ void MpiBackend::run_all_to_all_v(const CollArgs& a, std::span<const std::size_t
     r_at += recv_counts[q];
   }
   const MPI_Datatype t = mpi_type(a.dtype);
-  check(MPI_Alltoallv(a.send, sc.data(), sd.data(), t, a.recv, rc.data(), rd.data(), t, MPI_COMM_WORLD), rank_,
+  check(MPI_Alltoallv(a.send, sc.data(), sd.data(), t, a.recv, rc.data(), rd.data(), t, comm_->comm), rank_,
         "MPI_Alltoallv");
 }
 
@@ -161,11 +195,11 @@ void MpiBackend::run_batch(std::span<const P2POp> ops, uint64_t tag) {
   for (const P2POp& op : ops)  // receives first, then sends, as irecv_isend_waitall
     if (!op.is_send)
       check(MPI_Irecv(op.buffer.data, mpi_count(op.buffer.count, rank_), mpi_type(op.buffer.dtype), op.peer, mpi_tag,
-                      MPI_COMM_WORLD, &requests.emplace_back()), rank_, "MPI_Irecv");
+                      comm_->comm, &requests.emplace_back()), rank_, "MPI_Irecv");
   for (const P2POp& op : ops)
     if (op.is_send)
       check(MPI_Isend(op.buffer.data, mpi_count(op.buffer.count, rank_), mpi_type(op.buffer.dtype), op.peer, mpi_tag,
-                      MPI_COMM_WORLD, &requests.emplace_back()), rank_, "MPI_Isend");
+                      comm_->comm, &requests.emplace_back()), rank_, "MPI_Isend");
   check(MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE), rank_, "MPI_Waitall");
 }
 

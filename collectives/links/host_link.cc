@@ -7,22 +7,22 @@
 
 namespace ringgrad::collectives {
 
-HostLink::HostLink(transport::Transport& transport, uint64_t tag, std::size_t chunk_bytes,
+HostLink::HostLink(transport::Transport& transport, const Group& group, uint64_t tag, std::size_t chunk_bytes,
                    std::vector<std::byte>& scratch)
-    : HostMemoryLink(transport.rank(), transport.world_size(), chunk_bytes), transport_(transport), tag_(tag), scratch_(scratch) {}
+    : HostMemoryLink(group.rank, group.size, chunk_bytes), transport_(transport), group_(group), tag_(tag), scratch_(scratch) {}
 
 void HostLink::isend(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) {
   if (to < 0) return;
   const auto* p = static_cast<const std::byte*>(data);
   for (std::size_t off = 0; off < bytes; off += chunk_bytes())
-    pending.emplace_back(transport_.isend(to, {p + off, std::min(chunk_bytes(), bytes - off)}, tag_));
+    pending.emplace_back(transport_.isend(group_.job_rank(to), {p + off, std::min(chunk_bytes(), bytes - off)}, tag_, group_.stream));
 }
 
 void HostLink::irecv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending) {
   if (from < 0) return;
   auto* p = static_cast<std::byte*>(data);
   for (std::size_t off = 0; off < bytes; off += chunk_bytes())
-    pending.emplace_back(transport_.irecv(from, {p + off, std::min(chunk_bytes(), bytes - off)}, tag_));
+    pending.emplace_back(transport_.irecv(group_.job_rank(from), {p + off, std::min(chunk_bytes(), bytes - off)}, tag_, group_.stream));
 }
 
 // Messages up to this size fit the peer's socket buffer (loopback: 128 KiB), so a blocking send
@@ -33,7 +33,7 @@ constexpr std::size_t kEagerBytes = 16 << 10;
 void HostLink::post_send(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) {
   if (to < 0 || bytes == 0) return;  // the receiver skips empty transfers too
   if (bytes <= kEagerBytes && bytes <= chunk_bytes())
-    transport_.send(to, {static_cast<const std::byte*>(data), bytes}, tag_);
+    transport_.send(group_.job_rank(to), {static_cast<const std::byte*>(data), bytes}, tag_, group_.stream);
   else
     isend(to, data, bytes, pending);
 }
@@ -47,7 +47,7 @@ void HostLink::send_recv(int to, const void* send, std::size_t send_bytes, int f
   auto* p = static_cast<std::byte*>(recv);
   if (from >= 0)
     for (std::size_t off = 0; off < recv_bytes; off += chunk_bytes())
-      transport_.recv(from, {p + off, std::min(chunk_bytes(), recv_bytes - off)}, tag_);
+      transport_.recv(group_.job_rank(from), {p + off, std::min(chunk_bytes(), recv_bytes - off)}, tag_, group_.stream);
   wait_all(sends);
 }
 
@@ -62,7 +62,7 @@ void HostLink::send_recv_reduce(int to, const void* send, std::size_t send_bytes
   // keeps writing piece k+1 into the socket buffer, so reduction overlaps the transfer.
   for (std::size_t off = 0; off < bytes; off += chunk_bytes()) {
     const std::size_t n = std::min(chunk_bytes(), bytes - off);
-    transport_.recv(from, {scratch_.data(), n}, tag_);
+    transport_.recv(group_.job_rank(from), {scratch_.data(), n}, tag_, group_.stream);
     combine(static_cast<std::byte*>(dst) + off, static_cast<const std::byte*>(a) + off, scratch_.data(), n / esize,
             dtype, op);
   }

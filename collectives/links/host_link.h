@@ -1,12 +1,14 @@
 // HostLink: the Link for host memory, over the TCP transport. Pieces of chunk_bytes carry the
-// collective's sequence-number tag; received pieces are reduced from a cache-sized scratch
-// buffer while the peer writes the next one.
+// collective's sequence-number tag on the communicator's stream; peers are group ranks, turned
+// into job ranks here. Received pieces are reduced from a cache-sized scratch buffer while the
+// peer writes the next one.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
+#include "collectives/group.h"
 #include "collectives/links/host_memory_link.h"
 #include "transport/transport.h"
 
@@ -14,8 +16,9 @@ namespace ringgrad::collectives {
 
 class HostLink final : public HostMemoryLink {
  public:
-  /// `scratch` must outlive the HostLink; it grows to chunk_bytes on first use.
-  HostLink(transport::Transport& transport, uint64_t tag, std::size_t chunk_bytes, std::vector<std::byte>& scratch);
+  /// `group` and `scratch` must outlive the HostLink; scratch grows to chunk_bytes on first use.
+  HostLink(transport::Transport& transport, const Group& group, uint64_t tag, std::size_t chunk_bytes,
+           std::vector<std::byte>& scratch);
 
   void send_recv(int to, const void* send, std::size_t send_bytes, int from, void* recv,
                  std::size_t recv_bytes) override;
@@ -29,6 +32,7 @@ class HostLink final : public HostMemoryLink {
   void post_send(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending);
 
   transport::Transport& transport_;
+  const Group& group_;
   uint64_t tag_;
   std::vector<std::byte>& scratch_;
 };

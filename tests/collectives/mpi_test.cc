@@ -1,6 +1,7 @@
 // The MPI backend against the serial reference: every collective x dtype x op x count
 // {0, 1, 7, 1000003} x in/out of place, plus all_to_all_v and a batched ring exchange, with
-// RINGGRAD_BACKEND=mpi.
+// RINGGRAD_BACKEND=mpi; and a split (MPI_Comm_split) whose group runs the all-reduce cases
+// while the world all-reduces from another thread.
 // Started by mpirun (CTest runs `mpirun -np 3`, tests/collectives/CMakeLists.txt); prints
 // "skipped: <why>" and exits 0 where ringgrad was built without MPI.
 #include <fmt/format.h>
@@ -8,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <thread>
 #include <vector>
 
 #include "collectives/communicator.h"
@@ -49,6 +51,20 @@ int main() {
     ringgrad::test::check(from_left.back() == left && from_right.front() == right,
                           fmt::format("rank {}: batch got {} from the left, {} from the right", r, from_left.back(),
                                       from_right.front()));
+    ++kinds;
+    // Ranks 0 and 1 in reverse order (key -rank); rank 2 in none.
+    auto group = comm.split(r == 2 ? -1 : 0, -r, "pair");
+    ringgrad::test::check((r == 2) == (group == nullptr) && (!group || group->rank() == 1 - r),
+                          fmt::format("rank {}: split gave {}", r, group ? group->rank() : -1));
+    int64_t total = r;
+    std::thread world_thread([&] {
+      comm.all_reduce(ringgrad::collectives::ConstBuffer(&total, 1, ringgrad::collectives::DType::kInt64),
+                      ringgrad::collectives::Buffer(&total, 1, ringgrad::collectives::DType::kInt64),
+                      ringgrad::collectives::ReduceOp::SUM);
+    });
+    if (group) ringgrad::test::run_cases(*group, CollKind::kAllReduce, automatic, false);
+    world_thread.join();
+    ringgrad::test::check(total == p * (p - 1) / 2, fmt::format("rank {}: world sum {}", r, total));
     ++kinds;
     comm.barrier();
     if (comm.rank() == 0) fmt::print("{} passed, 0 failed\n", kinds);
