@@ -16,6 +16,7 @@
 #include "collectives/backends/mpi_backend.h"
 #include "collectives/check.h"
 #include "collectives/links/host_link.h"
+#include "collectives/links/host_memory_link.h"
 #include "collectives/links/shm_link.h"
 #include "collectives/links/shm_peers.h"
 #include "collectives/task.h"
@@ -73,7 +74,8 @@ Communicator::Communicator(std::unique_ptr<transport::Transport> transport, Comm
       rank_(group_.rank),
       world_size_(group_.size),
       hosts_(world_size_ > 1 ? HostLayout::from_store(transport_->store(), world_size_) : HostLayout{{0}}),
-      model_hosts_(hosts_.uniform() ? hosts_.hosts() : 1) {
+      model_hosts_(hosts_.uniform() ? hosts_.hosts() : 1),
+      host_buffers_(std::make_unique<HostBuffers>()) {
   options_.validate();
   check_backend(options_.backend, rank_);
 #if RINGGRAD_HAVE_MPI
@@ -92,6 +94,7 @@ Communicator::Communicator(std::shared_ptr<transport::Transport> transport, Comm
       world_size_(group_.size),
       hosts_(std::move(hosts)),
       model_hosts_(hosts_.uniform() ? hosts_.hosts() : 1),
+      host_buffers_(std::make_unique<HostBuffers>()),
       shm_decided_(true),
       host_path_("TCP (a group travels on the job's TCP connections, on a stream of its own)") {
   worker_ = std::thread([this] { worker_loop(); });
@@ -272,7 +275,10 @@ Work Communicator::submit(Task task, bool blocking) {
     execute(task);
     lock.lock();
     running_ = false;
-    cv_.notify_all();
+    // Only the worker waits on cv_: wake it only if something was queued meanwhile (or the
+    // communicator is closing). A wake-up per call costs two context switches, and on a
+    // machine with as many ranks as cores it takes the CPU from a rank that is polling.
+    if (!queue_.empty() || stop_) cv_.notify_all();
     lock.unlock();
     Work(state).wait();
     return Work();
@@ -297,7 +303,6 @@ void Communicator::worker_loop() {
     execute(*task);
     lock.lock();
     running_ = false;
-    cv_.notify_all();
   }
 }
 
@@ -393,8 +398,8 @@ void Communicator::choose_host_path() {
 }
 
 std::unique_ptr<Link> Communicator::host_link(uint64_t tag, bool collective) {
-  if (shm_ && collective) return std::make_unique<ShmLink>(*shm_, *transport_, tag, shm_poll_);
-  return std::make_unique<HostLink>(*transport_, group_, tag, options_.chunk_bytes, scratch_);
+  if (shm_ && collective) return std::make_unique<ShmLink>(*shm_, *transport_, tag, shm_poll_, *host_buffers_);
+  return std::make_unique<HostLink>(*transport_, group_, tag, options_.chunk_bytes, *host_buffers_);
 }
 
 }  // namespace ringgrad::collectives

@@ -34,6 +34,7 @@
 namespace ringgrad::collectives {
 
 class DeviceBackend;
+struct HostBuffers;
 class Link;
 class MpiBackend;
 class ShmPeers;
@@ -169,7 +170,7 @@ class Communicator {
   int world_size_;
   HostLayout hosts_;
   int model_hosts_;  // hosts as the cost model sees them: hosts_.hosts() when uniform, else 1
-  std::vector<std::byte> scratch_;  // used only by the thread running a task
+  std::unique_ptr<HostBuffers> host_buffers_;  // reused by every host link; the thread running a task
   std::unique_ptr<DeviceBackend> device_;  // made by the first device call; thread running a task
   std::unique_ptr<MpiBackend> mpi_;        // backend mpi: runs the host calls
   // Made by the first host collective when every rank is on this host; thread running a task.

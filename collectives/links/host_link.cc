@@ -8,8 +8,8 @@
 namespace ringgrad::collectives {
 
 HostLink::HostLink(transport::Transport& transport, const Group& group, uint64_t tag, std::size_t chunk_bytes,
-                   std::vector<std::byte>& scratch)
-    : HostMemoryLink(group.rank, group.size, chunk_bytes), transport_(transport), group_(group), tag_(tag), scratch_(scratch) {}
+                   HostBuffers& buffers)
+    : HostMemoryLink(group.rank, group.size, chunk_bytes, buffers), transport_(transport), group_(group), tag_(tag) {}
 
 void HostLink::isend(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) {
   if (to < 0) return;
@@ -57,13 +57,14 @@ void HostLink::send_recv_reduce(int to, const void* send, std::size_t send_bytes
   post_send(to, send, send_bytes, sends);
   const std::size_t esize = dtype_size(dtype);
   const std::size_t bytes = from < 0 ? 0 : count * esize;
-  if (scratch_.size() < chunk_bytes()) scratch_.resize(chunk_bytes());
+  std::vector<std::byte>& scratch = buffers().scratch;
+  if (scratch.size() < chunk_bytes()) scratch.resize(chunk_bytes());
   // Piece k is received into scratch (still in cache) and reduced at once; meanwhile the peer
   // keeps writing piece k+1 into the socket buffer, so reduction overlaps the transfer.
   for (std::size_t off = 0; off < bytes; off += chunk_bytes()) {
     const std::size_t n = std::min(chunk_bytes(), bytes - off);
-    transport_.recv(group_.job_rank(from), {scratch_.data(), n}, tag_, group_.stream);
-    combine(static_cast<std::byte*>(dst) + off, static_cast<const std::byte*>(a) + off, scratch_.data(), n / esize,
+    transport_.recv(group_.job_rank(from), {scratch.data(), n}, tag_, group_.stream);
+    combine(static_cast<std::byte*>(dst) + off, static_cast<const std::byte*>(a) + off, scratch.data(), n / esize,
             dtype, op);
   }
   wait_all(sends);

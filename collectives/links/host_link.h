@@ -16,9 +16,9 @@ namespace ringgrad::collectives {
 
 class HostLink final : public HostMemoryLink {
  public:
-  /// `group` and `scratch` must outlive the HostLink; scratch grows to chunk_bytes on first use.
+  /// `group` and `buffers` must outlive the HostLink.
   HostLink(transport::Transport& transport, const Group& group, uint64_t tag, std::size_t chunk_bytes,
-           std::vector<std::byte>& scratch);
+           HostBuffers& buffers);
 
   void send_recv(int to, const void* send, std::size_t send_bytes, int from, void* recv,
                  std::size_t recv_bytes) override;
@@ -34,7 +34,6 @@ class HostLink final : public HostMemoryLink {
   transport::Transport& transport_;
   const Group& group_;
   uint64_t tag_;
-  std::vector<std::byte>& scratch_;
 };
 
 }  // namespace ringgrad::collectives

@@ -1,5 +1,5 @@
 // The memory half of the host Links: memcpy for local copies, the CPU loop for the AVG division,
-// and one growing temporary buffer per link.
+// and the Communicator's growing temporary buffer.
 #include "collectives/links/host_memory_link.h"
 
 #include <cstring>
@@ -17,8 +17,8 @@ void HostMemoryLink::finalize(void* data, std::size_t count, DType dtype, Reduce
 }
 
 std::byte* HostMemoryLink::workspace(std::size_t bytes) {
-  if (workspace_.size() < bytes) workspace_.resize(bytes);
-  return workspace_.data();
+  if (buffers_.workspace.size() < bytes) buffers_.workspace.resize(bytes);
+  return buffers_.workspace.data();
 }
 
 }  // namespace ringgrad::collectives

@@ -42,8 +42,9 @@ std::chrono::microseconds shm_poll_default(int local_ranks, int cpus) {
   return local_ranks <= cpus ? std::chrono::microseconds(5000) : kShmPollBrief;
 }
 
-ShmLink::ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t tag, std::chrono::microseconds poll)
-    : PollingLink(transport.rank(), transport.world_size(), peers.chunk_bytes()),
+ShmLink::ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t tag, std::chrono::microseconds poll,
+                 HostBuffers& buffers)
+    : PollingLink(transport.rank(), transport.world_size(), peers.chunk_bytes(), buffers),
       peers_(peers),
       transport_(transport),
       tag_(tag),

@@ -23,7 +23,8 @@ class ShmLink final : public PollingLink<HostMemoryLink> {
   /// A link for one collective with tag `tag` (its sequence number): every piece carries it and
   /// a piece of another operation is an error. `transport` tells whether peers are alive. A
   /// wait polls for up to `poll` after the last progress before it sleeps.
-  ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t tag, std::chrono::microseconds poll);
+  ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t tag, std::chrono::microseconds poll,
+          HostBuffers& buffers);
 
  private:
   bool advance_send(Outgoing& out);
