@@ -14,21 +14,36 @@
 namespace ringgrad::nn::parallel {
 namespace {
 
-// This rank's 1/p of `t` along `dim`, as a tensor of its own.
-Tensor shard(const Tensor& t, std::int64_t dim, collectives::Communicator& group, const char* layer, const char* what) {
-  const std::int64_t n = t.size(dim), p = group.world_size();
-  if (n % p != 0)
-    throw std::invalid_argument(fmt::format("{} on rank {}: {} = {} does not divide into {} tensor-parallel ranks",
-                                            layer, group.rank(), what, n, p));
-  return kernels::clone(kernels::narrow(t.detach(), dim, group.rank() * (n / p), n / p));
+// This rank's shard, or an error naming the layer and the size that does not divide.
+Tensor shard(const Tensor& t, std::int64_t dim, collectives::Communicator& group, const char* layer, const char* what,
+             int parts = 1) {
+  const std::int64_t part = t.size(dim) / parts, p = group.world_size();
+  if (t.size(dim) % parts != 0 || part % p != 0)
+    throw std::invalid_argument(fmt::format("{} on rank {}: {} = {}{} does not divide into {} tensor-parallel ranks",
+                                            layer, group.rank(), what, part, parts > 1 ? " per part" : "", p));
+  return shard_along(t, dim, group.rank(), static_cast<int>(p), parts);
 }
 
 }  // namespace
 
-ColumnParallelLinear::ColumnParallelLinear(const Linear& full, collectives::Communicator& group, bool gather_output)
+Tensor shard_along(const Tensor& t, std::int64_t dim, int rank, int p, int parts) {
+  const std::int64_t part = t.size(dim) / parts, n = part / p;
+  Shape shape = t.shape();
+  shape[static_cast<std::size_t>(dim)] = n * parts;
+  Tensor mine = Tensor::empty(shape, t.dtype(), t.device());
+  for (int i = 0; i < parts; ++i)
+    kernels::copy_(kernels::narrow(mine, dim, i * n, n), kernels::narrow(t.detach(), dim, i * part + rank * n, n));
+  return mine;
+}
+
+ColumnParallelLinear::ColumnParallelLinear(const Linear& full, collectives::Communicator& group, bool gather_output,
+                                           int parts)
     : group_(group), gather_output_(gather_output) {
-  weight = register_parameter("weight", shard(full.weight, 0, group, "ColumnParallelLinear", "out_features"));
-  if (full.bias.defined()) bias = register_parameter("bias", shard(full.bias, 0, group, "ColumnParallelLinear", "out_features"));
+  if (parts < 1 || (gather_output && parts != 1))
+    throw std::invalid_argument(fmt::format("ColumnParallelLinear: parts {} (at least 1, and 1 with gather_output)", parts));
+  weight = register_parameter("weight", shard(full.weight, 0, group, "ColumnParallelLinear", "out_features", parts));
+  if (full.bias.defined())
+    bias = register_parameter("bias", shard(full.bias, 0, group, "ColumnParallelLinear", "out_features", parts));
 }
 
 ColumnParallelLinear::ColumnParallelLinear(std::int64_t in_features, std::int64_t out_features,

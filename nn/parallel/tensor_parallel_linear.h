@@ -21,19 +21,26 @@
 
 namespace ringgrad::nn::parallel {
 
+/// Rank `rank`'s slice of each of `parts` equal blocks of `t` along `dim`, back to back, as a
+/// tensor of its own: what rank `rank` of `p` holds of a column-parallel (dim 0) or
+/// row-parallel (dim 1) weight. The size along dim must divide by parts x p.
+Tensor shard_along(const Tensor& t, std::int64_t dim, int rank, int p, int parts = 1);
+
 class ColumnParallelLinear : public Module {
  public:
   /// Keeps this rank's rows of `full`. With gather_output the forward all-gathers the slices
-  /// into the whole y on every rank. Throws std::invalid_argument when out_features does not
-  /// divide by the group size, naming both.
-  ColumnParallelLinear(const Linear& full, collectives::Communicator& group, bool gather_output = false);
+  /// into the whole y on every rank. `parts` > 1 splits each of that many equal blocks of rows
+  /// (attention's q, k and v) and keeps this rank's slice of every block, in order, so the
+  /// local output is [q | k | v] of this rank's heads (gather_output needs parts = 1). Throws
+  /// std::invalid_argument when out_features / parts does not divide by the group size, naming both.
+  ColumnParallelLinear(const Linear& full, collectives::Communicator& group, bool gather_output = false, int parts = 1);
   /// As one process's Linear(in, out, bias, dtype) would be drawn, then split.
   ColumnParallelLinear(std::int64_t in_features, std::int64_t out_features, collectives::Communicator& group,
                        bool with_bias = true, bool gather_output = false, DType dtype = DType::Float32);
   /// x: [..., in] (whole, the same on every rank) -> [..., out/p] (or [..., out] gathered).
   Tensor forward(const Tensor& x) override;
 
-  Tensor weight;  // [out/p, in]
+  Tensor weight;  // [out/p, in]: rows [q out/p, (q+1) out/p) of the whole (with parts: of each part)
   Tensor bias;    // [out/p], undefined without bias
 
  private:

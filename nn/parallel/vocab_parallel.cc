@@ -50,16 +50,35 @@ Owned owned(const Tensor& ids, std::int64_t rows_here, std::int64_t vocab, Commu
 
 void all_reduce(Tensor& t, ReduceOp op, Communicator& group) { group.all_reduce(as_buffer(t), as_buffer(t), op); }
 
+// 1 for this rank's columns below vocab_size, 0 for padding: [1, here].
+Tensor real_columns(std::int64_t here, std::int64_t vocab_size, const Communicator& group, DType dtype, Device device) {
+  std::vector<double> mask(static_cast<std::size_t>(here));
+  for (std::int64_t c = 0; c < here; ++c) mask[static_cast<std::size_t>(c)] = group.rank() * here + c < vocab_size ? 1.0 : 0.0;
+  return k::to_dtype(Tensor::from_vector(mask, {1, here}), dtype).to(device);
+}
+
 }  // namespace
 
-Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, Communicator& group) {
+Tensor pad_vocab(const Tensor& weight, std::int64_t multiple) {
+  const std::int64_t v = weight.size(0), padded = (v + multiple - 1) / multiple * multiple;
+  Tensor out = Tensor::zeros({padded, weight.size(1)}, weight.dtype(), weight.device());
+  k::copy_(k::narrow(out, 0, 0, v), weight.detach());
+  return out;
+}
+
+Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, Communicator& group,
+                                    std::int64_t vocab_size) {
   const std::int64_t n = logits.size(0), here = logits.size(1);
-  const Owned target = owned(targets, here, here * group.world_size(), group, logits.dtype(), logits.device(),
+  if (vocab_size == 0) vocab_size = here * group.world_size();
+  const Owned target = owned(targets, here, vocab_size, group, logits.dtype(), logits.device(),
                              "vocab_parallel_cross_entropy");
   const Tensor x = logits.detach();
+  // The max is only a shift (any value gives the same loss): padding may take part in it.
   Tensor max = k::gather(x, 1, k::argmax(x, 1, /*keepdim=*/true));  // [N, 1]
   all_reduce(max, ReduceOp::MAX, group);
-  const Tensor e = k::exp(k::sub(x, max));
+  Tensor e = k::exp(k::sub(x, max));
+  if (vocab_size < here * group.world_size())
+    e = k::mul(e, real_columns(here, vocab_size, group, x.dtype(), x.device()));
   Tensor sum = k::sum(e, {1}, /*keepdim=*/true);
   all_reduce(sum, ReduceOp::SUM, group);
   const Tensor index = k::reshape(target.rows, {n, 1}), mask = k::reshape(target.mask, {n, 1});

@@ -18,9 +18,15 @@
 namespace ringgrad::nn::parallel {
 
 /// mean over i of loss_i for logits [N, V/p] (this rank's vocabulary slice; float32 or
-/// float64) and targets [N] (int64 ids in [0, V)). Every rank of the group calls it with the
-/// same targets. Throws std::out_of_range for a target outside [0, V), naming it.
-Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, collectives::Communicator& group);
+/// float64) and targets [N] (int64 ids in [0, vocab_size)). `vocab_size` below V (0: V) marks
+/// the columns from it on as padding (a vocabulary padded to a multiple of p): they take no
+/// part in the softmax and get no gradient. Every rank of the group calls it with the same
+/// targets. Throws std::out_of_range for a target outside [0, vocab_size), naming it.
+Tensor vocab_parallel_cross_entropy(const Tensor& logits, const Tensor& targets, collectives::Communicator& group,
+                                    std::int64_t vocab_size = 0);
+
+/// `weight` [V, C] with zero rows appended up to a multiple of `multiple` rows.
+Tensor pad_vocab(const Tensor& weight, std::int64_t multiple);
 
 /// The token embedding with its rows split: rank q looks up the ids it holds (zeros for the
 /// others) and reduce_from_group sums the ranks' rows, so each id's row comes from its owner.

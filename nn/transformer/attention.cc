@@ -16,8 +16,8 @@ CausalSelfAttention::CausalSelfAttention(const GPTConfig& config)
     throw std::invalid_argument(fmt::format("CausalSelfAttention: n_embd {} is not divisible by n_head {}",
                                             config.n_embd, config.n_head));
   }
-  c_attn = register_module("c_attn", std::make_shared<Linear>(config.n_embd, 3 * config.n_embd, config.bias));
-  c_proj = register_module("c_proj", std::make_shared<Linear>(config.n_embd, config.n_embd, config.bias));
+  c_attn = register_module("c_attn", std::make_shared<Linear>(config.n_embd, 3 * config.n_embd, config.bias, config.dtype));
+  c_proj = register_module("c_proj", std::make_shared<Linear>(config.n_embd, config.n_embd, config.bias, config.dtype));
 }
 
 Tensor CausalSelfAttention::forward(const Tensor& x) {

@@ -7,9 +7,9 @@
 namespace ringgrad::nn {
 
 Block::Block(const GPTConfig& config) {
-  ln_1 = register_module("ln_1", std::make_shared<LayerNorm>(config.n_embd, config.bias));
+  ln_1 = register_module("ln_1", std::make_shared<LayerNorm>(config.n_embd, config.bias, 1e-5, config.dtype));
   attn = register_module("attn", std::make_shared<CausalSelfAttention>(config));
-  ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(config.n_embd, config.bias));
+  ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(config.n_embd, config.bias, 1e-5, config.dtype));
   mlp = register_module("mlp", std::make_shared<MLP>(config));
 }
 

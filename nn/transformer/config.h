@@ -5,6 +5,8 @@
 
 #include <cstdint>
 
+#include "tensor/dtype.h"
+
 namespace ringgrad::nn {
 
 struct GPTConfig {
@@ -16,6 +18,7 @@ struct GPTConfig {
   double dropout = 0.0;          // on embeddings, attention output and MLP output
   bool bias = true;              // biases in Linear layers and LayerNorms
   bool tie_weights = true;       // lm_head shares wte's [V, C] matrix (Press & Wolf 2017)
+  DType dtype = DType::Float32;  // of the parameters (and so the activations); Float64 for exact checks
 };
 
 }  // namespace ringgrad::nn

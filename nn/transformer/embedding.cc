@@ -7,8 +7,8 @@
 
 namespace ringgrad::nn {
 
-Embedding::Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim) {
-  Tensor w = Tensor::zeros({num_embeddings, embedding_dim});
+Embedding::Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim, DType dtype) {
+  Tensor w = Tensor::zeros({num_embeddings, embedding_dim}, dtype);
   kernels::normal_(w, 0.0, 1.0);
   weight = register_parameter("weight", w);
 }

@@ -12,7 +12,7 @@ namespace ringgrad::nn {
 /// [0, num_embeddings) throws std::out_of_range. The gradient adds up over repeated ids.
 class Embedding : public Module {
  public:
-  Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim);
+  Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim, DType dtype = DType::Float32);
   Tensor forward(const Tensor& ids) override;
 
   Tensor weight;

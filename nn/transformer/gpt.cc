@@ -22,14 +22,14 @@
 namespace ringgrad::nn {
 
 GPT::GPT(const GPTConfig& config) : config_(config) {
-  wte = register_module("wte", std::make_shared<Embedding>(config.vocab_size, config.n_embd));
-  wpe = register_module("wpe", std::make_shared<Embedding>(config.block_size, config.n_embd));
+  wte = register_module("wte", std::make_shared<Embedding>(config.vocab_size, config.n_embd, config.dtype));
+  wpe = register_module("wpe", std::make_shared<Embedding>(config.block_size, config.n_embd, config.dtype));
   for (std::int64_t i = 0; i < config.n_layer; ++i) {
     h.push_back(register_module("h." + std::to_string(i), std::make_shared<Block>(config)));
   }
-  ln_f = register_module("ln_f", std::make_shared<LayerNorm>(config.n_embd, config.bias));
+  ln_f = register_module("ln_f", std::make_shared<LayerNorm>(config.n_embd, config.bias, 1e-5, config.dtype));
   if (!config.tie_weights) {
-    lm_head = register_module("lm_head", std::make_shared<Linear>(config.n_embd, config.vocab_size, false));
+    lm_head = register_module("lm_head", std::make_shared<Linear>(config.n_embd, config.vocab_size, false, config.dtype));
   }
 
   // GPT-2 initialisation. The residual projections are scaled down so that the sum of

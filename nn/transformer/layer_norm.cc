@@ -5,9 +5,9 @@
 
 namespace ringgrad::nn {
 
-LayerNorm::LayerNorm(std::int64_t channels, bool with_bias, double eps) : eps_(eps) {
-  weight = register_parameter("weight", Tensor::ones({channels}));
-  if (with_bias) bias = register_parameter("bias", Tensor::zeros({channels}));
+LayerNorm::LayerNorm(std::int64_t channels, bool with_bias, double eps, DType dtype) : eps_(eps) {
+  weight = register_parameter("weight", Tensor::ones({channels}, dtype));
+  if (with_bias) bias = register_parameter("bias", Tensor::zeros({channels}, dtype));
 }
 
 Tensor LayerNorm::forward(const Tensor& x) { return layer_norm(x, weight, bias, eps_); }

@@ -7,8 +7,8 @@
 namespace ringgrad::nn {
 
 MLP::MLP(const GPTConfig& config) : dropout_(config.dropout) {
-  c_fc = register_module("c_fc", std::make_shared<Linear>(config.n_embd, 4 * config.n_embd, config.bias));
-  c_proj = register_module("c_proj", std::make_shared<Linear>(4 * config.n_embd, config.n_embd, config.bias));
+  c_fc = register_module("c_fc", std::make_shared<Linear>(config.n_embd, 4 * config.n_embd, config.bias, config.dtype));
+  c_proj = register_module("c_proj", std::make_shared<Linear>(4 * config.n_embd, config.n_embd, config.bias, config.dtype));
 }
 
 Tensor MLP::forward(const Tensor& x) { return dropout((*c_proj)(gelu((*c_fc)(x))), dropout_, is_training()); }
