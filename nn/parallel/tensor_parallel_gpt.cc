@@ -9,6 +9,7 @@
 #include "autograd/linear.h"
 #include "autograd/ops.h"
 #include "autograd/transformer_ops.h"
+#include "nn/parallel/tensor_buffer.h"
 #include "nn/parallel/tensor_parallel_ops.h"
 #include "tensor/view.h"
 
@@ -78,8 +79,8 @@ Tensor TensorParallelBlock::forward(const Tensor& x) {
   return h + (*mlp)((*ln_2)(h));
 }
 
-TensorParallelGPT::TensorParallelGPT(const GPT& full, collectives::Communicator& group)
-    : config_(full.config()), group_(group) {
+TensorParallelGPT::TensorParallelGPT(const GPT& full, collectives::Communicator& group, bool sequence_parallel)
+    : config_(full.config()), group_(group), sequence_parallel_(sequence_parallel) {
   const std::int64_t p = group.world_size();
   if (config_.n_head % p != 0)
     throw std::invalid_argument(fmt::format("TensorParallelGPT on rank {}: n_head {} does not divide into {} "
@@ -90,18 +91,40 @@ TensorParallelGPT::TensorParallelGPT(const GPT& full, collectives::Communicator&
   for (std::size_t i = 0; i < full.h.size(); ++i)
     h.push_back(register_module("h." + std::to_string(i), std::make_shared<TensorParallelBlock>(*full.h[i], config_, group)));
   ln_f = register_module("ln_f", copy_of(*full.ln_f, config_));
+  wte->sequence_parallel = sequence_parallel;
+  for (auto& block : h) {
+    block->attn->c_attn->sequence_parallel = block->attn->c_proj->sequence_parallel = sequence_parallel;
+    block->mlp->c_fc->sequence_parallel = block->mlp->c_proj->sequence_parallel = sequence_parallel;
+  }
+}
+
+void TensorParallelGPT::all_reduce_replicated_grads() {
+  if (!sequence_parallel_ || group_.world_size() == 1) return;
+  for (auto& [name, p] : named_parameters()) {
+    if (shard_spec(name).dim >= 0) continue;
+    if (!p.grad().defined()) p.set_grad(Tensor::zeros(p.shape(), p.dtype(), p.device()));
+    const Tensor g = p.grad();
+    group_.all_reduce(as_buffer(g), as_buffer(g), collectives::ReduceOp::SUM);
+  }
 }
 
 Tensor TensorParallelGPT::forward(const Tensor& idx) {
   if (idx.dim() != 2 || idx.size(1) > config_.block_size)
     throw std::invalid_argument(fmt::format("TensorParallelGPT: need token ids [B, T] with T <= block_size {}, got {}",
                                             config_.block_size, shape_str(idx.shape())));
-  const Tensor pos = Tensor::arange(idx.size(1)).to(idx.device());
-  Tensor x = dropout((*wte)(idx) + (*wpe)(pos), config_.dropout, is_training());  // [B, T, C], whole
+  const std::int64_t t = idx.size(1), p = group_.world_size();
+  if (sequence_parallel_ && t % p != 0)
+    throw std::invalid_argument(fmt::format("TensorParallelGPT on rank {}: sequence parallelism needs T ({}) to divide "
+                                            "into {} ranks", group_.rank(), t, p));
+  // Sequence parallel: this rank's positions [r T/p, (r+1) T/p) only.
+  const std::int64_t first = sequence_parallel_ ? group_.rank() * (t / p) : 0, len = sequence_parallel_ ? t / p : t;
+  const Tensor pos = kernels::narrow(Tensor::arange(t), 0, first, len).to(idx.device());
+  Tensor x = dropout((*wte)(idx) + (*wpe)(kernels::contiguous(pos)), config_.dropout, is_training());  // [B, len, C]
   for (auto& block : h) x = (*block)(x);
   x = (*ln_f)(x);
-  // The tied head is column-parallel over the vocabulary: the whole x in, this rank's columns out.
-  return linear(copy_to_group(x, group_), wte->weight);  // [B, T, V'/p]
+  // The tied head is column-parallel over the vocabulary: the whole x in (gathered along T under
+  // sequence parallelism), this rank's columns out.
+  return linear(sequence_parallel_ ? gather_sequence(x, group_) : copy_to_group(x, group_), wte->weight);  // [B, T, V'/p]
 }
 
 Tensor TensorParallelGPT::loss(const Tensor& idx, const Tensor& targets) {

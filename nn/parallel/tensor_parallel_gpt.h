@@ -12,6 +12,13 @@
 // (the column-parallel inputs); plus the embedding's and the logits' input, and three of
 // [B T] for the loss. Built from one process's GPT (same seed), so it starts where that one
 // does; parameter names are the GPT's.
+//
+// With sequence parallelism (Korthikanti et al. 2022) the stream between the layers is cut
+// along the sequence: each rank holds [B, T/p, C] and runs the LayerNorms, the residual adds,
+// wpe and the dropouts on its T/p positions only; each all-reduce becomes a reduce-scatter
+// (after the row-parallel layers and the embedding) and an all-gather (before the column-
+// parallel ones and the head). The replicated parameters then see only T/p of the sequence
+// each: all_reduce_replicated_grads() sums their gradients after backward.
 #pragma once
 
 #include <memory>
@@ -79,12 +86,17 @@ class TensorParallelGPT : public Module {
  public:
   /// Cuts `full` (tied weights) for `group`. Throws std::invalid_argument, the same on every
   /// rank, when n_head does not divide by the group size or the weights are not tied.
-  TensorParallelGPT(const GPT& full, collectives::Communicator& group);
+  TensorParallelGPT(const GPT& full, collectives::Communicator& group, bool sequence_parallel = false);
 
   /// idx [B, T] -> this rank's slice of the logits, [B, T, V'/p].
   Tensor forward(const Tensor& idx) override;
-  /// Mean cross-entropy of the logits against targets [B, T], from the slices.
+  /// Mean cross-entropy of the logits against targets [B, T], from the slices. With sequence
+  /// parallelism T must divide by the group size (std::invalid_argument names both).
   Tensor loss(const Tensor& idx, const Tensor& targets);
+  /// Sequence parallelism only (nothing otherwise): sums the gradients of the replicated
+  /// parameters (LayerNorms, wpe, the row-parallel biases) over the group. Call after
+  /// backward, before the optimizer step; every rank of the group calls it.
+  void all_reduce_replicated_grads();
 
   const GPTConfig& config() const { return config_; }
   collectives::Communicator& group() { return group_; }
@@ -97,6 +109,7 @@ class TensorParallelGPT : public Module {
  private:
   GPTConfig config_;
   collectives::Communicator& group_;
+  bool sequence_parallel_;
 };
 
 }  // namespace ringgrad::nn::parallel

@@ -52,7 +52,7 @@ ColumnParallelLinear::ColumnParallelLinear(std::int64_t in_features, std::int64_
     : ColumnParallelLinear(Linear(in_features, out_features, with_bias, dtype), group, gather_output) {}
 
 Tensor ColumnParallelLinear::forward(const Tensor& x) {
-  const Tensor y = linear(copy_to_group(x, group_), weight, bias);
+  const Tensor y = linear(sequence_parallel ? gather_sequence(x, group_) : copy_to_group(x, group_), weight, bias);
   return gather_output_ ? gather_from_group(y, group_) : y;
 }
 
@@ -69,7 +69,8 @@ RowParallelLinear::RowParallelLinear(std::int64_t in_features, std::int64_t out_
 
 Tensor RowParallelLinear::forward(const Tensor& x) {
   const Tensor mine = input_is_parallel_ ? x : scatter_to_group(x, group_);
-  const Tensor y = reduce_from_group(linear(mine, weight), group_);
+  const Tensor partial = linear(mine, weight);
+  const Tensor y = sequence_parallel ? reduce_scatter_sequence(partial, group_) : reduce_from_group(partial, group_);
   return bias.defined() ? y + bias : y;
 }
 

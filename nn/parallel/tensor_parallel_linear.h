@@ -42,6 +42,9 @@ class ColumnParallelLinear : public Module {
 
   Tensor weight;  // [out/p, in]: rows [q out/p, (q+1) out/p) of the whole (with parts: of each part)
   Tensor bias;    // [out/p], undefined without bias
+  /// Sequence parallelism: x is [B, T/p, in] on each rank, all-gathered along T (backward:
+  /// reduce-scattered) where it is otherwise copied.
+  bool sequence_parallel = false;
 
  private:
   collectives::Communicator& group_;
@@ -61,6 +64,9 @@ class RowParallelLinear : public Module {
 
   Tensor weight;  // [out, in/p]
   Tensor bias;    // [out], whole; undefined without bias
+  /// Sequence parallelism: the partial outputs are reduce-scattered along T (each rank keeps
+  /// [B, T/p, out]) where they are otherwise all-reduced; bias's gradient is then partial.
+  bool sequence_parallel = false;
 
  private:
   collectives::Communicator& group_;

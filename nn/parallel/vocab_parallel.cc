@@ -105,7 +105,8 @@ VocabParallelEmbedding::VocabParallelEmbedding(const Tensor& full_weight, Commun
 Tensor VocabParallelEmbedding::forward(const Tensor& ids) {
   const Owned mine = owned(ids, weight.size(0), weight.size(0) * group_.world_size(), group_, weight.dtype(),
                            weight.device(), "VocabParallelEmbedding");
-  return reduce_from_group(embedding(weight, mine.rows) * unsqueeze(mine.mask, -1), group_);
+  const Tensor partial = embedding(weight, mine.rows) * unsqueeze(mine.mask, -1);
+  return sequence_parallel ? reduce_scatter_sequence(partial, group_) : reduce_from_group(partial, group_);
 }
 
 }  // namespace ringgrad::nn::parallel

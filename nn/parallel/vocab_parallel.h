@@ -39,6 +39,8 @@ class VocabParallelEmbedding : public Module {
   Tensor forward(const Tensor& ids) override;
 
   Tensor weight;  // [V/p, C]
+  /// Sequence parallelism: ids are [B, T] and each rank gets its [B, T/p, C] of the sum.
+  bool sequence_parallel = false;
 
  private:
   collectives::Communicator& group_;

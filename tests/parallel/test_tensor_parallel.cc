@@ -157,8 +157,8 @@ Tensor expected_piece(const std::string& name, const Tensor& whole, const Commun
   return whole.detach();
 }
 
-void gpt_equals_one_process(int tp) {
-  require_ok(run_ranks(tp, [](const transport::Config& config) {
+void gpt_equals_one_process(int tp, bool sequence_parallel) {
+  require_ok(run_ranks(tp, [&](const transport::Config& config) {
     Communicator group(config, collectives::CommOptions{});
     GPTConfig c;
     c.n_layer = 2;
@@ -169,7 +169,7 @@ void gpt_equals_one_process(int tp) {
     c.dtype = DType::Float64;
     manual_seed(5);
     GPT whole(c);
-    TensorParallelGPT model(whole, group);
+    TensorParallelGPT model(whole, group, sequence_parallel);
     AdamW serial(weight_decay_groups(whole, 0.1), AdamOptions{0.01, 0.9, 0.95, 1e-8});
     AdamW sharded(weight_decay_groups(model, 0.1), AdamOptions{0.01, 0.9, 0.95, 1e-8});
     Generator gen(17);
@@ -187,6 +187,7 @@ void gpt_equals_one_process(int tp) {
       model.zero_grad();
       backward(loss1);
       backward(loss2);
+      model.all_reduce_replicated_grads();  // sequence parallel: the LayerNorms' partial gradients
       serial.step();
       sharded.step();
     }
@@ -202,8 +203,12 @@ void gpt_equals_one_process(int tp) {
 }  // namespace
 
 TEST_CASE("tensor parallel GPT: TP = 2 and 3 train exactly what one process trains (3 AdamW steps, padded vocabulary)") {
-  gpt_equals_one_process(2);
-  gpt_equals_one_process(3);
+  gpt_equals_one_process(2, false);
+  gpt_equals_one_process(3, false);
+}
+
+TEST_CASE("sequence parallel GPT (TP = 2): T/2 positions per rank between the layers, the same training as one process") {
+  gpt_equals_one_process(2, true);
 }
 
 TEST_CASE("tensor parallel MLP: TP = 2 trains exactly what one process trains (loss and parameters, 4 AdamW steps)") {
