@@ -33,7 +33,8 @@ struct InFlight {
 class Runner {
  public:
   Runner(PipelineStage& stage, Communicator& group, const Tensor& idx, const Tensor& targets, int micro_batches)
-      : stage_(stage), group_(group), idx_(idx), targets_(targets), m_(micro_batches), start_(Clock::now()) {
+      : stage_(stage), group_(group), idx_(idx), targets_(targets), m_(micro_batches) {
+    result_.start_s = now();
     const GPTConfig& c = stage.config();
     mb_ = idx.size(0) / micro_batches;
     activation_shape_ = {mb_, idx.size(1), c.n_embd};
@@ -113,7 +114,7 @@ class Runner {
     group_.broadcast(collectives::ConstBuffer(&loss_, 1, collectives::DType::kFloat64),
                      collectives::Buffer(&loss_, 1, collectives::DType::kFloat64), group_.world_size() - 1);
     result_.loss = loss_;
-    result_.step_s = now();
+    result_.end_s = now();
     return std::move(result_);
   }
 
@@ -132,7 +133,7 @@ class Runner {
     kernels::add_(w.grad(), theirs);
   }
 
-  double now() const { return std::chrono::duration<double>(Clock::now() - start_).count(); }
+  static double now() { return std::chrono::duration<double>(Clock::now().time_since_epoch()).count(); }
 
   PipelineStage& stage_;
   Communicator& group_;
@@ -145,7 +146,6 @@ class Runner {
   std::deque<InFlight> live_;
   double loss_ = 0;
   PipelineStepResult result_;
-  Clock::time_point start_;
 };
 
 void check_arguments(const PipelineStage& stage, const Communicator& group, const Tensor& idx, int micro_batches) {

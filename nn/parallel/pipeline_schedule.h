@@ -29,8 +29,8 @@ enum class PipelineSchedule { kAllForwardAllBackward, kOneForwardOneBackward };
 /// "afab" or "1f1b"; throws std::invalid_argument naming the choices.
 PipelineSchedule parse_pipeline_schedule(const std::string& name);
 
-/// One compute slot of a stage, for timelines: 'F' or 'B' of a micro-batch, in seconds from
-/// the step's start on this rank.
+/// One compute slot of a stage, for timelines: 'F' or 'B' of a micro-batch, in seconds of the
+/// steady clock (CLOCK_MONOTONIC: one clock for every process on a host).
 struct PipelineEvent {
   char kind;
   int micro_batch;
@@ -40,7 +40,7 @@ struct PipelineEvent {
 struct PipelineStepResult {
   double loss = 0;  // the whole batch's mean cross-entropy (every stage gets it)
   std::vector<PipelineEvent> events;
-  double step_s = 0;       // the step on this rank, from the first forward to the tied-grad sum
+  double start_s = 0, end_s = 0;  // the step on this rank, steady-clock seconds
   std::size_t peak_live_micro_batches = 0;  // most micro-batches whose activations were held at once
 };
 
