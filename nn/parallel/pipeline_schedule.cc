@@ -47,8 +47,7 @@ class Runner {
     Tensor out = stage_(input);
     if (stage_.is_last()) {
       const Tensor y = kernels::contiguous(kernels::narrow(targets_, 0, m * mb_, mb_));
-      const std::int64_t rows = out.size(0) * out.size(1);
-      out = cross_entropy(reshape(out, {rows, out.size(2)}), reshape(y, {rows})) * (1.0 / m_);
+      out = stage_.loss(out, y) * (1.0 / m_);
       loss_ += out.item<double>();
     }
     result_.events.push_back({'F', m, t0, now()});
@@ -124,7 +123,7 @@ class Runner {
   // The first and the last stage each hold wte; summing their gradients keeps them equal.
   void sum_tied_grads() {
     if (stage_.stages() == 1 || !(stage_.is_first() || stage_.is_last())) return;
-    Tensor& w = stage_.wte->weight;
+    Tensor& w = stage_.wte_weight();
     if (!w.grad().defined()) w.set_grad(Tensor::zeros(w.shape(), w.dtype(), w.device()));
     const Tensor mine = kernels::clone(w.grad());
     Tensor theirs = Tensor::empty(w.shape(), w.dtype(), w.device());

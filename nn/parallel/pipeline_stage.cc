@@ -1,5 +1,5 @@
-// PipelineStage: the GPT's modules of one stage, copied under their own names, and the part of
-// GPT::forward that runs there.
+// PipelineStage: the GPT's modules of one stage under their own names (copied, or cut for a
+// tensor-parallel group), and the part of GPT::forward that runs there.
 #include "nn/parallel/pipeline_stage.h"
 
 #include <stdexcept>
@@ -10,32 +10,57 @@
 #include "autograd/linear.h"
 #include "autograd/ops.h"
 #include "autograd/transformer_ops.h"
+#include "nn/parallel/tensor_parallel_gpt.h"
+#include "nn/parallel/tensor_parallel_ops.h"
+#include "nn/parallel/vocab_parallel.h"
 #include "tensor/view.h"
 
 namespace ringgrad::nn::parallel {
 
-PipelineStage::PipelineStage(const GPT& full, int stage, int stages)
-    : config_(full.config()), stage_(stage), stages_(stages) {
+PipelineStage::PipelineStage(const GPT& full, int stage, int stages, collectives::Communicator* tp)
+    : config_(full.config()), stage_(stage), stages_(stages), tp_(tp) {
   const std::int64_t layers = config_.n_layer;
   if (stages < 1 || stage < 0 || stage >= stages || layers % stages != 0)
     throw std::invalid_argument(fmt::format("PipelineStage {} of {}: n_layer {} does not divide into {} stages", stage,
                                             stages, layers, stages));
   if (!config_.tie_weights) throw std::invalid_argument("PipelineStage: needs tie_weights (the head is wte)");
-  // A stage's modules are new ones of the same shapes, then given the whole model's values.
-  // Making them draws initial weights; the generator is put back, so this stage's copy does not
-  // change what the program draws next.
-  const Generator saved = default_generator();
+  if (tp != nullptr && config_.n_head % tp->world_size() != 0)
+    throw std::invalid_argument(fmt::format("PipelineStage on rank {}: n_head {} does not divide into {} tensor-parallel "
+                                            "ranks", tp->rank(), config_.n_head, tp->world_size()));
   const GPTConfig& c = config_;
-  if (is_first() || is_last()) wte = register_module("wte", std::make_shared<Embedding>(c.vocab_size, c.n_embd, c.dtype));
-  if (is_first()) wpe = register_module("wpe", std::make_shared<Embedding>(c.block_size, c.n_embd, c.dtype));
   const std::int64_t per = layers / stages;
-  for (std::int64_t i = stage * per; i < (stage + 1) * per; ++i)
-    h.push_back(register_module("h." + std::to_string(i), std::make_shared<Block>(c)));
+  if (is_first() || is_last()) {
+    if (tp != nullptr) {
+      auto e = std::make_shared<VocabParallelEmbedding>(pad_vocab(full.wte->weight, tp->world_size()), *tp);
+      wte_weight_ = e->weight;
+      wte = register_module("wte", e);
+    } else {
+      auto e = std::make_shared<Embedding>(full.wte->weight.size(0), c.n_embd, c.dtype);
+      kernels::copy_(e->weight, full.wte->weight);
+      wte_weight_ = e->weight;
+      wte = register_module("wte", e);
+    }
+  }
+  // Plain modules are new ones of the same shapes given the whole model's values. Making them
+  // draws initial weights; the generator is put back, so a stage does not change what the
+  // program draws next.
+  const Generator saved = default_generator();
+  if (is_first()) wpe = register_module("wpe", std::make_shared<Embedding>(c.block_size, c.n_embd, c.dtype));
+  for (std::int64_t i = stage * per; i < (stage + 1) * per; ++i) {
+    const Block& block = *full.h[static_cast<std::size_t>(i)];
+    std::shared_ptr<Module> mine;
+    if (tp != nullptr) mine = std::make_shared<TensorParallelBlock>(block, c, *tp);
+    else mine = std::make_shared<Block>(c);
+    h.push_back(register_module("h." + std::to_string(i), mine));
+  }
   if (is_last()) ln_f = register_module("ln_f", std::make_shared<LayerNorm>(c.n_embd, c.bias, 1e-5, c.dtype));
   default_generator() = saved;
-  StateDict mine;
-  for (auto& [name, t] : full.named_parameters()) mine[name] = t.detach();
-  load_state_dict(mine, /*strict=*/false);
+  StateDict whole;
+  for (auto& [name, t] : full.named_parameters()) whole[name] = t.detach();
+  StateDict plain;  // the copied modules' values; the split ones were cut from `full` already
+  for (auto& [name, t] : named_parameters())
+    if (tp == nullptr || shard_spec(name).dim < 0) plain[name] = whole.at(name);
+  load_state_dict(plain, /*strict=*/false);
 }
 
 Tensor PipelineStage::forward(const Tensor& input) {
@@ -46,7 +71,14 @@ Tensor PipelineStage::forward(const Tensor& input) {
   }
   for (auto& block : h) x = (*block)(x);
   if (!is_last()) return x;
-  return linear((*ln_f)(x), wte->weight);  // [b, T, V]
+  x = (*ln_f)(x);
+  return linear(tp_ != nullptr ? copy_to_group(x, *tp_) : x, wte_weight_);  // [b, T, V] or [b, T, V'/p]
+}
+
+Tensor PipelineStage::loss(const Tensor& logits, const Tensor& targets) {
+  const std::int64_t rows = logits.size(0) * logits.size(1);
+  const Tensor l = reshape(logits, {rows, logits.size(2)}), y = reshape(targets, {rows});
+  return tp_ != nullptr ? vocab_parallel_cross_entropy(l, y, *tp_, config_.vocab_size) : cross_entropy(l, y);
 }
 
 }  // namespace ringgrad::nn::parallel

@@ -2,26 +2,35 @@
 // blocks [s L/S, (s+1) L/S), the first also the embeddings (wte, wpe), the last also ln_f and
 // the head. The head is tied to wte, so with S > 1 the first and the last stage each hold a
 // copy of wte and sum their gradients after backward (Megatron's embedding group), which keeps
-// the two copies equal. Parameter names are the GPT's.
+// the two copies equal. Given a tensor-parallel group, the stage's blocks, embedding and head
+// are split over it as in TensorParallelGPT (pipeline x tensor parallelism). Parameter names
+// are the GPT's.
 //
 //   first:  idx [b, T] int64          -> [b, T, C]
 //   middle: [b, T, C]                 -> [b, T, C]
-//   last:   [b, T, C] (or idx if S=1) -> logits [b, T, V]
+//   last:   [b, T, C] (or idx if S=1) -> logits [b, T, V] (with TP: this rank's [b, T, V'/p])
 #pragma once
 
 #include <memory>
 #include <vector>
 
+#include "collectives/communicator.h"
 #include "nn/transformer/gpt.h"
 
 namespace ringgrad::nn::parallel {
 
 class PipelineStage : public Module {
  public:
-  /// Copies stage `stage` of `stages` out of `full` (tied weights). Throws
-  /// std::invalid_argument when n_layer does not divide by stages, naming both.
-  PipelineStage(const GPT& full, int stage, int stages);
+  /// Copies stage `stage` of `stages` out of `full` (tied weights), split over `tp` when given
+  /// (it must outlive the stage). Throws std::invalid_argument when n_layer does not divide by
+  /// stages, or what TensorParallelGPT throws, naming the numbers.
+  PipelineStage(const GPT& full, int stage, int stages, collectives::Communicator* tp = nullptr);
   Tensor forward(const Tensor& x) override;
+  /// The last stage's loss: mean cross-entropy of its output against targets [b, T] (with TP
+  /// vocabulary-parallel, from this rank's slice of the logits).
+  Tensor loss(const Tensor& logits, const Tensor& targets);
+  /// The tied token table this stage holds (first and last stage), whole or this rank's rows.
+  Tensor& wte_weight() { return wte_weight_; }
 
   int stage() const { return stage_; }
   int stages() const { return stages_; }
@@ -29,13 +38,16 @@ class PipelineStage : public Module {
   bool is_last() const { return stage_ == stages_ - 1; }
   const GPTConfig& config() const { return config_; }
 
-  std::shared_ptr<Embedding> wte, wpe;  // first stage; wte also on the last
-  std::vector<std::shared_ptr<Block>> h;
+  std::shared_ptr<Module> wte;           // first and last stage: Embedding, or VocabParallelEmbedding
+  std::shared_ptr<Embedding> wpe;        // first stage
+  std::vector<std::shared_ptr<Module>> h;  // Block, or TensorParallelBlock
   std::shared_ptr<LayerNorm> ln_f;       // last stage
 
  private:
   GPTConfig config_;
   int stage_, stages_;
+  collectives::Communicator* tp_;
+  Tensor wte_weight_;
 };
 
 }  // namespace ringgrad::nn::parallel

@@ -16,6 +16,7 @@
 #include "nn/optim.h"
 #include "nn/parallel/pipeline_schedule.h"
 #include "nn/transformer/train_step.h"
+#include "tests/parallel/model_parallel_support.h"
 #include "tests/support/multiprocess.h"
 #include "tensor/random.h"
 #include "tensor/view.h"
@@ -26,6 +27,7 @@ using namespace ringgrad::nn::parallel;
 using ringgrad::collectives::Communicator;
 using ringgrad::test::check;
 using ringgrad::test::describe;
+using ringgrad::test::max_abs_diff;
 using ringgrad::test::run_ranks;
 
 namespace {
@@ -43,12 +45,6 @@ GPTConfig small_config() {
   return c;
 }
 
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  const auto x = a.detach().to_vector<double>(), y = b.detach().to_vector<double>();
-  double m = x.size() == y.size() ? 0.0 : INFINITY;
-  for (std::size_t i = 0; i < x.size() && i < y.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
-}
 
 void pipeline_equals_one_process(int stages, int micro_batches, PipelineSchedule schedule) {
   const auto results = run_ranks(stages, [&](const transport::Config& config) {

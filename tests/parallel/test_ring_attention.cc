@@ -11,6 +11,7 @@
 #include "autograd/transformer_ops.h"
 #include "collectives/communicator.h"
 #include "nn/parallel/ring_attention.h"
+#include "tests/parallel/model_parallel_support.h"
 #include "tests/support/multiprocess.h"
 #include "tensor/random.h"
 #include "tensor/view.h"
@@ -19,16 +20,11 @@ using namespace ringgrad;
 using ringgrad::collectives::Communicator;
 using ringgrad::test::check;
 using ringgrad::test::describe;
+using ringgrad::test::max_abs_diff;
 using ringgrad::test::run_ranks;
 
 namespace {
 
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  const auto x = kernels::contiguous(a.detach()).to_vector<double>(), y = kernels::contiguous(b.detach()).to_vector<double>();
-  double m = x.size() == y.size() ? 0.0 : INFINITY;
-  for (std::size_t i = 0; i < x.size() && i < y.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
-}
 
 }  // namespace
 

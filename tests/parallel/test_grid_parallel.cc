@@ -1,0 +1,105 @@
+// Data, pipeline and tensor parallelism composed on one grid of 4 real processes: for dp 2 x tp 2,
+// dp 2 x pp 2 and pp 2 x tp 2 (and dp 4), 3 AdamW steps on a global batch leave the loss and
+// every rank's piece of every parameter equal to one process on that batch (float64, 1e-12);
+// a grid that does not cover the world is refused on every rank, naming the numbers.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <map>
+#include <stdexcept>
+
+#include "autograd/engine.h"
+#include "autograd/ops.h"
+#include "collectives/communicator.h"
+#include "nn/optim.h"
+#include "nn/parallel/grid_training.h"
+#include "nn/transformer/train_step.h"
+#include "tests/parallel/model_parallel_support.h"
+#include "tests/support/multiprocess.h"
+#include "tensor/random.h"
+#include "tensor/view.h"
+
+using namespace ringgrad;
+using namespace ringgrad::nn;
+using namespace ringgrad::nn::parallel;
+using ringgrad::collectives::Communicator;
+using ringgrad::test::check;
+using ringgrad::test::describe;
+using ringgrad::test::expected_piece;
+using ringgrad::test::max_abs_diff;
+using ringgrad::test::run_ranks;
+
+namespace {
+
+void grid_equals_one_process(int dp, int pp, int tp, PipelineSchedule schedule) {
+  const auto results = run_ranks(dp * pp * tp, [&](const transport::Config& config) {
+    Communicator world(config, collectives::CommOptions{});
+    GridGroups groups = GridGroups::make(world, dp, pp, tp);
+    GPTConfig c;
+    c.n_layer = 4;
+    c.n_head = 4;
+    c.n_embd = 16;
+    c.block_size = 8;
+    c.vocab_size = 13;
+    c.dtype = DType::Float64;
+    manual_seed(21);
+    GPT whole(c);
+    PipelineStage stage = make_stage(whole, groups);
+    AdamW serial(weight_decay_groups(whole, 0.1), AdamOptions{0.01, 0.9, 0.95, 1e-8});
+    AdamW mine(weight_decay_groups(stage, 0.1), AdamOptions{0.01, 0.9, 0.95, 1e-8});
+    Generator gen(31);
+    for (int step = 0; step < 3; ++step) {
+      std::vector<std::int64_t> ids(8 * 8), next(8 * 8);
+      for (auto& id : ids) id = static_cast<std::int64_t>(gen.next_below(13));
+      for (auto& id : next) id = static_cast<std::int64_t>(gen.next_below(13));
+      const Tensor x = Tensor::from_vector(ids, {8, 8}), y = Tensor::from_vector(next, {8, 8});
+      const Tensor loss = cross_entropy(reshape(whole(x), {64, 13}), reshape(y, {64}));
+      whole.zero_grad();
+      backward(loss);
+      serial.step();
+      stage.zero_grad();
+      const double got = grid_step(stage, groups, x, y, 2, schedule).loss;
+      mine.step();
+      check(std::abs(got - loss.item<double>()) < 1e-12,
+            fmt::format("rank {} step {}: loss {} vs one process {}", world.rank(), step, got, loss.item<double>()));
+    }
+    std::map<std::string, Tensor> expected;
+    for (auto& [name, t] : whole.named_parameters()) expected[name] = t;
+    for (auto& [name, t] : stage.named_parameters()) {
+      const double d = max_abs_diff(t, tp > 1 ? expected_piece(name, expected.at(name), *groups.tp) : expected.at(name).detach());
+      check(d < 1e-12, fmt::format("rank {}: {} differs from one process's by {}", world.rank(), name, d));
+    }
+  });
+  INFO(fmt::format("dp {} x pp {} x tp {}: {}", dp, pp, tp, describe(results)));
+  for (const auto& r : results) CHECK(r.ok());
+}
+
+}  // namespace
+
+TEST_CASE("grid: dp 2 x tp 2 on 4 ranks trains what one process trains") {
+  grid_equals_one_process(2, 1, 2, PipelineSchedule::kOneForwardOneBackward);
+}
+
+TEST_CASE("grid: dp 2 x pp 2 on 4 ranks trains what one process trains (1F1B)") {
+  grid_equals_one_process(2, 2, 1, PipelineSchedule::kOneForwardOneBackward);
+}
+
+TEST_CASE("grid: pp 2 x tp 2 on 4 ranks trains what one process trains (AFAB and 1F1B)") {
+  grid_equals_one_process(1, 2, 2, PipelineSchedule::kAllForwardAllBackward);
+  grid_equals_one_process(1, 2, 2, PipelineSchedule::kOneForwardOneBackward);
+}
+
+TEST_CASE("grid: a layout that does not cover the world is refused on every rank, naming the numbers") {
+  const auto results = run_ranks(4, [](const transport::Config& config) {
+    Communicator world(config, collectives::CommOptions{});
+    std::string e;
+    try {
+      GridGroups::make(world, 2, 2, 2);
+    } catch (const std::invalid_argument& error) {
+      e = error.what();
+    }
+    check(e.find("dp 2 x pp 2 x tp 2 = 8 ranks, but the world has 4") != std::string::npos, e);
+  });
+  INFO(describe(results));
+  for (const auto& r : results) CHECK(r.ok());
+}
