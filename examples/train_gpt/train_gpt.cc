@@ -8,6 +8,7 @@
 //   ringgrad-run --nproc-per-node 2 train_gpt --config baby --strategy ddp
 //   train_gpt --config baby --time_budget 60    # as good as it gets in 60 s of training
 //   train_gpt --config shakespeare-char --device cuda --dtype bf16   # nanoGPT's GPU recipe
+//   ringgrad-run --nproc-per-node 4 train_gpt --config baby --tp 2 --pp 2 --micro_batches 2   # model_parallel.cc
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "autograd/ops.h"
+#include "examples/train_gpt/model_parallel.h"
 #include "nn/data/char_dataset.h"
 #include "nn/data/idx.h"
 #include "nn/parallel/accelerator.h"
@@ -336,8 +338,32 @@ int main(int argc, char** argv) {
   app.add_option(flag("backend"), placement.backend,
                  "Collectives on GPU tensors: ringgrad (CUDA IPC / staging) or nccl (default: RINGGRAD_BACKEND, else ringgrad)")
       ->check(CLI::IsMember({"ringgrad", "nccl"}));
+  examples::ModelParallelOptions mp;
+  app.add_option(flag("tp"), mp.tp, "Tensor-parallel ranks per model replica (heads, MLP units and vocabulary split)")
+      ->check(CLI::PositiveNumber);
+  app.add_option(flag("pp"), mp.pp, "Pipeline stages per model replica (n_layer / pp blocks each)")->check(CLI::PositiveNumber);
+  app.add_option(flag("micro_batches"), mp.micro_batches, "With --pp: micro-batches per replica and step")
+      ->check(CLI::PositiveNumber);
+  app.add_option(flag("pp_schedule"), mp.schedule, "With --pp: afab (GPipe) or 1f1b")->check(CLI::IsMember({"afab", "1f1b"}));
   add_config_flags(app, cfg);
   CLI11_PARSE(app, argc, argv);
+  if (mp.tp * mp.pp > 1) {
+    // The model-parallel path trains on the CPU with its own grid; what it does not do yet is refused.
+    const bool unsupported = !paths.out.empty() || !paths.resume.empty() || placement.device != "cpu" ||
+                             dist.time_budget > 0 || dist.accumulation != 1;
+    if (unsupported) {
+      fmt::print(stderr, "train_gpt: --tp/--pp train on the CPU without --out, --resume, --time_budget or "
+                         "--accumulation (use --micro_batches) for now\n");
+      return 2;
+    }
+    set_num_threads(threads);
+    try {
+      return examples::train_model_parallel(cfg, paths.data, mp);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "train_gpt: {}\n", e.what());
+      return 2;
+    }
+  }
 
   set_num_threads(threads);
   try {

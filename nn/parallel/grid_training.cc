@@ -2,12 +2,16 @@
 // replica, run the pipeline, average the gradients over the replicas.
 #include "nn/parallel/grid_training.h"
 
+#include <cmath>
 #include <stdexcept>
+#include <vector>
 
 #include <fmt/format.h>
 
 #include "collectives/grid_groups.h"
+#include "nn/optim.h"
 #include "nn/parallel/tensor_buffer.h"
+#include "nn/parallel/tensor_parallel_gpt.h"
 #include "tensor/view.h"
 
 namespace ringgrad::nn::parallel {
@@ -48,6 +52,22 @@ PipelineStepResult grid_step(PipelineStage& stage, GridGroups& groups, const Ten
                           collectives::Buffer(&result.loss, 1, collectives::DType::kFloat64), collectives::ReduceOp::AVG);
   }
   return result;
+}
+
+double grid_grad_norm(PipelineStage& stage, GridGroups& groups) {
+  std::vector<Tensor> mine;
+  const bool tp = groups.tp->world_size() > 1;
+  for (auto& [name, p] : stage.named_parameters()) {
+    if (tp && shard_spec(name).dim < 0 && groups.tp->rank() != 0) continue;  // a replica: counted on tp rank 0
+    if (name == "wte.weight" && stage.tied_copies() && stage.is_last()) continue;  // the first stage counts wte
+    mine.push_back(p);
+  }
+  double sum = grad_norm_squared(mine);
+  const collectives::ConstBuffer in(&sum, 1, collectives::DType::kFloat64);
+  const collectives::Buffer out(&sum, 1, collectives::DType::kFloat64);
+  groups.tp->all_reduce(in, out, collectives::ReduceOp::SUM);
+  groups.pp->all_reduce(in, out, collectives::ReduceOp::SUM);
+  return std::sqrt(sum);
 }
 
 }  // namespace ringgrad::nn::parallel

@@ -42,4 +42,9 @@ PipelineStage make_stage(const GPT& full, GridGroups& groups);
 PipelineStepResult grid_step(PipelineStage& stage, GridGroups& groups, const Tensor& idx, const Tensor& targets,
                              int micro_batches, PipelineSchedule schedule);
 
+/// The L2 norm of the whole model's gradient, as one process would compute it: each piece
+/// counted once (tensor-parallel replicas on tp rank 0, the last stage's copy of wte not at
+/// all), summed over the tp and pp groups. Every rank calls it; every rank gets it.
+double grid_grad_norm(PipelineStage& stage, GridGroups& groups);
+
 }  // namespace ringgrad::nn::parallel

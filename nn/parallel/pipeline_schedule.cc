@@ -122,7 +122,7 @@ class Runner {
 
   // The first and the last stage each hold wte; summing their gradients keeps them equal.
   void sum_tied_grads() {
-    if (stage_.stages() == 1 || !(stage_.is_first() || stage_.is_last())) return;
+    if (!stage_.tied_copies() || !(stage_.is_first() || stage_.is_last())) return;
     Tensor& w = stage_.wte_weight();
     if (!w.grad().defined()) w.set_grad(Tensor::zeros(w.shape(), w.dtype(), w.device()));
     const Tensor mine = kernels::clone(w.grad());

@@ -11,6 +11,7 @@
 #include "autograd/ops.h"
 #include "autograd/transformer_ops.h"
 #include "nn/parallel/tensor_parallel_gpt.h"
+#include "nn/parallel/tensor_parallel_linear.h"
 #include "nn/parallel/tensor_parallel_ops.h"
 #include "nn/parallel/vocab_parallel.h"
 #include "tensor/view.h"
@@ -23,13 +24,12 @@ PipelineStage::PipelineStage(const GPT& full, int stage, int stages, collectives
   if (stages < 1 || stage < 0 || stage >= stages || layers % stages != 0)
     throw std::invalid_argument(fmt::format("PipelineStage {} of {}: n_layer {} does not divide into {} stages", stage,
                                             stages, layers, stages));
-  if (!config_.tie_weights) throw std::invalid_argument("PipelineStage: needs tie_weights (the head is wte)");
   if (tp != nullptr && config_.n_head % tp->world_size() != 0)
     throw std::invalid_argument(fmt::format("PipelineStage on rank {}: n_head {} does not divide into {} tensor-parallel "
                                             "ranks", tp->rank(), config_.n_head, tp->world_size()));
   const GPTConfig& c = config_;
   const std::int64_t per = layers / stages;
-  if (is_first() || is_last()) {
+  if (is_first() || (is_last() && c.tie_weights)) {
     if (tp != nullptr) {
       auto e = std::make_shared<VocabParallelEmbedding>(pad_vocab(full.wte->weight, tp->world_size()), *tp);
       wte_weight_ = e->weight;
@@ -54,6 +54,17 @@ PipelineStage::PipelineStage(const GPT& full, int stage, int stages, collectives
     h.push_back(register_module("h." + std::to_string(i), mine));
   }
   if (is_last()) ln_f = register_module("ln_f", std::make_shared<LayerNorm>(c.n_embd, c.bias, 1e-5, c.dtype));
+  if (is_last() && !c.tie_weights) {
+    if (tp != nullptr) {
+      // Vocabulary-parallel: this rank's rows of the head, padded as wte is.
+      const Tensor padded = pad_vocab(full.lm_head->weight, tp->world_size());
+      Linear whole_head(c.n_embd, padded.size(0), false, c.dtype);
+      kernels::copy_(whole_head.weight, padded);
+      lm_head = register_module("lm_head", std::make_shared<ColumnParallelLinear>(whole_head, *tp));
+    } else {
+      lm_head = register_module("lm_head", std::make_shared<Linear>(c.n_embd, c.vocab_size, false, c.dtype));
+    }
+  }
   default_generator() = saved;
   StateDict whole;
   for (auto& [name, t] : full.named_parameters()) whole[name] = t.detach();
@@ -72,6 +83,7 @@ Tensor PipelineStage::forward(const Tensor& input) {
   for (auto& block : h) x = (*block)(x);
   if (!is_last()) return x;
   x = (*ln_f)(x);
+  if (lm_head) return (*lm_head)(x);  // untied; column-parallel over the vocabulary under TP
   return linear(tp_ != nullptr ? copy_to_group(x, *tp_) : x, wte_weight_);  // [b, T, V] or [b, T, V'/p]
 }
 

@@ -1,8 +1,8 @@
 // One stage of a GPT cut into pipeline stages (GPipe, Huang et al. 2019): stage s of S holds
 // blocks [s L/S, (s+1) L/S), the first also the embeddings (wte, wpe), the last also ln_f and
-// the head. The head is tied to wte, so with S > 1 the first and the last stage each hold a
+// the head. A head tied to wte means that with S > 1 the first and the last stage each hold a
 // copy of wte and sum their gradients after backward (Megatron's embedding group), which keeps
-// the two copies equal. Given a tensor-parallel group, the stage's blocks, embedding and head
+// the two copies equal; an untied lm_head lives on the last stage alone. Given a tensor-parallel group, the stage's blocks, embedding and head
 // are split over it as in TensorParallelGPT (pipeline x tensor parallelism). Parameter names
 // are the GPT's.
 //
@@ -21,7 +21,7 @@ namespace ringgrad::nn::parallel {
 
 class PipelineStage : public Module {
  public:
-  /// Copies stage `stage` of `stages` out of `full` (tied weights), split over `tp` when given
+  /// Copies stage `stage` of `stages` out of `full`, split over `tp` when given
   /// (it must outlive the stage). Throws std::invalid_argument when n_layer does not divide by
   /// stages, or what TensorParallelGPT throws, naming the numbers.
   PipelineStage(const GPT& full, int stage, int stages, collectives::Communicator* tp = nullptr);
@@ -29,8 +29,11 @@ class PipelineStage : public Module {
   /// The last stage's loss: mean cross-entropy of its output against targets [b, T] (with TP
   /// vocabulary-parallel, from this rank's slice of the logits).
   Tensor loss(const Tensor& logits, const Tensor& targets);
-  /// The tied token table this stage holds (first and last stage), whole or this rank's rows.
+  /// The token table this stage holds (first stage, and the last when tied), whole or this
+  /// rank's rows; undefined elsewhere.
   Tensor& wte_weight() { return wte_weight_; }
+  /// Whether the first and the last stage hold copies of wte that must be summed.
+  bool tied_copies() const { return config_.tie_weights && stages_ > 1; }
 
   int stage() const { return stage_; }
   int stages() const { return stages_; }
@@ -38,10 +41,11 @@ class PipelineStage : public Module {
   bool is_last() const { return stage_ == stages_ - 1; }
   const GPTConfig& config() const { return config_; }
 
-  std::shared_ptr<Module> wte;           // first and last stage: Embedding, or VocabParallelEmbedding
+  std::shared_ptr<Module> wte;           // first stage (and last, tied): Embedding, or VocabParallelEmbedding
   std::shared_ptr<Embedding> wpe;        // first stage
   std::vector<std::shared_ptr<Module>> h;  // Block, or TensorParallelBlock
   std::shared_ptr<LayerNorm> ln_f;       // last stage
+  std::shared_ptr<Module> lm_head;       // last stage, untied: Linear, or ColumnParallelLinear over the vocabulary
 
  private:
   GPTConfig config_;

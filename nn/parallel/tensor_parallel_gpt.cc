@@ -33,7 +33,7 @@ std::shared_ptr<Embedding> copy_of(const Embedding& full, const GPTConfig& confi
 }  // namespace
 
 ShardSpec shard_spec(std::string_view name) {
-  if (name == "wte.weight") return {0, 1, true};
+  if (name == "wte.weight" || name == "lm_head.weight") return {0, 1, true};
   if (name.ends_with("attn.c_attn.weight") || name.ends_with("attn.c_attn.bias")) return {0, 3, false};
   if (name.ends_with("mlp.c_fc.weight") || name.ends_with("mlp.c_fc.bias")) return {0, 1, false};
   if (name.ends_with("c_proj.weight")) return {1, 1, false};

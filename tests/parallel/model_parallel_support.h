@@ -43,7 +43,7 @@ inline Tensor expected_piece(const std::string& name, const Tensor& whole, const
     shape[0] = n * parts;
     return Tensor::from_vector(out, shape);
   };
-  if (name == "wte.weight") {
+  if (name == "wte.weight" || name == "lm_head.weight") {
     Tensor padded = Tensor::zeros({(whole.size(0) + p - 1) / p * p, whole.size(1)}, DType::Float64);
     kernels::copy_(kernels::narrow(padded, 0, 0, whole.size(0)), whole.detach());
     return rows(padded, 1);

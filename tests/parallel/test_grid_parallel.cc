@@ -1,10 +1,12 @@
 // Data, pipeline and tensor parallelism composed on one grid of 4 real processes: for dp 2 x tp 2,
 // dp 2 x pp 2 and pp 2 x tp 2 (and dp 4), 3 AdamW steps on a global batch leave the loss and
-// every rank's piece of every parameter equal to one process on that batch (float64, 1e-12);
+// every rank's piece of every parameter, and the gradient norm clipping would use, equal to one
+// process on that batch (float64, 1e-12);
 // a grid that does not cover the world is refused on every rank, naming the numbers.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
+#include <cmath>
 #include <map>
 #include <stdexcept>
 
@@ -31,7 +33,7 @@ using ringgrad::test::run_ranks;
 
 namespace {
 
-void grid_equals_one_process(int dp, int pp, int tp, PipelineSchedule schedule) {
+void grid_equals_one_process(int dp, int pp, int tp, PipelineSchedule schedule, bool tied = true) {
   const auto results = run_ranks(dp * pp * tp, [&](const transport::Config& config) {
     Communicator world(config, collectives::CommOptions{});
     GridGroups groups = GridGroups::make(world, dp, pp, tp);
@@ -42,6 +44,7 @@ void grid_equals_one_process(int dp, int pp, int tp, PipelineSchedule schedule) 
     c.block_size = 8;
     c.vocab_size = 13;
     c.dtype = DType::Float64;
+    c.tie_weights = tied;
     manual_seed(21);
     GPT whole(c);
     PipelineStage stage = make_stage(whole, groups);
@@ -59,6 +62,9 @@ void grid_equals_one_process(int dp, int pp, int tp, PipelineSchedule schedule) 
       serial.step();
       stage.zero_grad();
       const double got = grid_step(stage, groups, x, y, 2, schedule).loss;
+      const double norm = grid_grad_norm(stage, groups), whole_norm = std::sqrt(grad_norm_squared(whole.parameters()));
+      check(std::abs(norm - whole_norm) < 1e-12,
+            fmt::format("rank {} step {}: gradient norm {} vs one process {}", world.rank(), step, norm, whole_norm));
       mine.step();
       check(std::abs(got - loss.item<double>()) < 1e-12,
             fmt::format("rank {} step {}: loss {} vs one process {}", world.rank(), step, got, loss.item<double>()));
@@ -70,7 +76,7 @@ void grid_equals_one_process(int dp, int pp, int tp, PipelineSchedule schedule) 
       check(d < 1e-12, fmt::format("rank {}: {} differs from one process's by {}", world.rank(), name, d));
     }
   });
-  INFO(fmt::format("dp {} x pp {} x tp {}: {}", dp, pp, tp, describe(results)));
+  INFO(fmt::format("dp {} x pp {} x tp {}, {}: {}", dp, pp, tp, tied ? "tied" : "untied", describe(results)));
   for (const auto& r : results) CHECK(r.ok());
 }
 
@@ -87,6 +93,11 @@ TEST_CASE("grid: dp 2 x pp 2 on 4 ranks trains what one process trains (1F1B)") 
 TEST_CASE("grid: pp 2 x tp 2 on 4 ranks trains what one process trains (AFAB and 1F1B)") {
   grid_equals_one_process(1, 2, 2, PipelineSchedule::kAllForwardAllBackward);
   grid_equals_one_process(1, 2, 2, PipelineSchedule::kOneForwardOneBackward);
+}
+
+TEST_CASE("grid: an untied lm_head (train_gpt's presets) under pp 2 x tp 2 and dp 2 x pp 2 trains what one process trains") {
+  grid_equals_one_process(1, 2, 2, PipelineSchedule::kOneForwardOneBackward, false);
+  grid_equals_one_process(2, 2, 1, PipelineSchedule::kAllForwardAllBackward, false);
 }
 
 TEST_CASE("grid: a layout that does not cover the world is refused on every rank, naming the numbers") {

@@ -1,0 +1,64 @@
+// The model-parallel training loop: the grid, this rank's stage of the model, and per iteration
+// the global batch (drawn alike on every rank, as one process draws it), grid_step, clipping by
+// the whole model's gradient norm, and AdamW on this rank's piece.
+#include "examples/train_gpt/model_parallel.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+
+#include "collectives/communicator.h"
+#include "nn/data/char_dataset.h"
+#include "nn/optim.h"
+#include "nn/parallel/grid_training.h"
+#include "nn/transformer/train_step.h"
+#include "tensor/random.h"
+
+namespace ringgrad::examples {
+
+int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const ModelParallelOptions& mp) {
+  using namespace nn::parallel;
+  collectives::Communicator world(transport::Config::from_env());
+  const int model_ranks = mp.tp * mp.pp;
+  if (world.world_size() % model_ranks != 0)
+    throw std::invalid_argument(fmt::format("--tp {} x --pp {} = {} ranks per model replica does not divide the {} ranks",
+                                            mp.tp, mp.pp, model_ranks, world.world_size()));
+  GridGroups groups = GridGroups::make(world, world.world_size() / model_ranks, mp.pp, mp.tp);
+  const bool lead = world.rank() == 0;
+  const PipelineSchedule schedule = parse_pipeline_schedule(mp.schedule);
+  const auto ds = nn::data::CharDataset::from_file(data);
+  cfg.model.vocab_size = ds.vocab_size();
+  manual_seed(cfg.seed);  // the weights one process would draw; each rank keeps its piece
+  PipelineStage stage = [&] {
+    const nn::GPT whole(cfg.model);
+    return make_stage(whole, groups);
+  }();
+  nn::AdamW optimizer(nn::weight_decay_groups(stage, cfg.weight_decay), nn::AdamOptions{cfg.lr, cfg.beta1, cfg.beta2, 1e-8});
+  if (lead)
+    fmt::print("GPT {} layers, {} heads, C {}, T {}, V {} on a grid of {}{} micro-batches per replica, {}\n",
+               cfg.model.n_layer, cfg.model.n_head, cfg.model.n_embd, cfg.model.block_size, cfg.model.vocab_size,
+               groups.describe(), mp.micro_batches, mp.schedule);
+  const nn::CosineSchedule lr_schedule = cfg.schedule();
+  Generator data_gen(cfg.seed + 1);  // as the data-parallel path draws its batches
+  const double tokens_per_iter = static_cast<double>(cfg.batch_size * cfg.model.block_size);
+  for (std::int64_t it = 0; it < cfg.max_iters; ++it) {
+    const auto t0 = std::chrono::steady_clock::now();
+    const nn::data::Batch batch = ds.get_batch(nn::data::Split::Train, cfg.batch_size, cfg.model.block_size, data_gen);
+    stage.zero_grad();
+    const PipelineStepResult r = grid_step(stage, groups, batch.x, batch.y, mp.micro_batches, schedule);
+    const double norm = grid_grad_norm(stage, groups);
+    if (cfg.grad_clip > 0) nn::scale_grads_(stage.parameters(), nn::clip_coefficient(norm, cfg.grad_clip));
+    optimizer.set_lr(lr_schedule.at(it));
+    optimizer.step();
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    if (lead && it % cfg.log_interval == 0)
+      fmt::print("iter {:5d}: loss {:.4f}, grad norm {:.3f}, {:.1f} ms/iter, {:.0f} tokens/s\n", it, r.loss, norm, ms,
+                 tokens_per_iter / ms * 1e3);
+  }
+  if (lead)
+    fmt::print("(model-parallel runs print the training loss only: evaluation, checkpoints and sampling are on the "
+               "data-parallel path for now)\n");
+  return 0;
+}
+
+}  // namespace ringgrad::examples
