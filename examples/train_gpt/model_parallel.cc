@@ -5,7 +5,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <chrono>
+#include <vector>
 
 #include "collectives/communicator.h"
 #include "nn/data/char_dataset.h"
@@ -41,6 +43,7 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
   const nn::CosineSchedule lr_schedule = cfg.schedule();
   Generator data_gen(cfg.seed + 1);  // as the data-parallel path draws its batches
   const double tokens_per_iter = static_cast<double>(cfg.batch_size * cfg.model.block_size);
+  std::vector<double> step_ms;
   for (std::int64_t it = 0; it < cfg.max_iters; ++it) {
     const auto t0 = std::chrono::steady_clock::now();
     const nn::data::Batch batch = ds.get_batch(nn::data::Split::Train, cfg.batch_size, cfg.model.block_size, data_gen);
@@ -51,9 +54,16 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
     optimizer.set_lr(lr_schedule.at(it));
     optimizer.step();
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    step_ms.push_back(ms);
     if (lead && it % cfg.log_interval == 0)
       fmt::print("iter {:5d}: loss {:.4f}, grad norm {:.3f}, {:.1f} ms/iter, {:.0f} tokens/s\n", it, r.loss, norm, ms,
                  tokens_per_iter / ms * 1e3);
+  }
+  if (lead && !step_ms.empty()) {
+    std::nth_element(step_ms.begin(), step_ms.begin() + static_cast<std::ptrdiff_t>(step_ms.size() / 2), step_ms.end());
+    const double median = step_ms[step_ms.size() / 2];
+    fmt::print("trained {} iterations: median step {:.2f} ms, {:.0f} tokens/s\n", step_ms.size(), median,
+               tokens_per_iter / median * 1e3);
   }
   if (lead)
     fmt::print("(model-parallel runs print the training loss only: evaluation, checkpoints and sampling are on the "
