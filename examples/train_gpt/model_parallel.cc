@@ -21,11 +21,11 @@ namespace ringgrad::examples {
 int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const ModelParallelOptions& mp) {
   using namespace nn::parallel;
   collectives::Communicator world(transport::Config::from_env());
-  const int model_ranks = mp.tp * mp.pp;
+  const int model_ranks = mp.tp * mp.pp * mp.cp;
   if (world.world_size() % model_ranks != 0)
-    throw std::invalid_argument(fmt::format("--tp {} x --pp {} = {} ranks per model replica does not divide the {} ranks",
-                                            mp.tp, mp.pp, model_ranks, world.world_size()));
-  GridGroups groups = GridGroups::make(world, world.world_size() / model_ranks, mp.pp, mp.tp);
+    throw std::invalid_argument(fmt::format("--tp {} x --pp {} x --cp {} = {} ranks per model replica does not divide "
+                                            "the {} ranks", mp.tp, mp.pp, mp.cp, model_ranks, world.world_size()));
+  GridGroups groups = GridGroups::make(world, world.world_size() / model_ranks, mp.pp, mp.tp, mp.cp);
   const bool lead = world.rank() == 0;
   const PipelineSchedule schedule = parse_pipeline_schedule(mp.schedule);
   const auto ds = nn::data::CharDataset::from_file(data);

@@ -1,4 +1,4 @@
-// train_gpt's model-parallel path (--tp, --pp): the GPT on a dp x pp x tp grid of the job's
+// train_gpt's model-parallel path (--tp, --pp, --cp): the GPT on a dp x pp x cp x tp grid of the job's
 // ranks, trained with grid_step (nn/parallel/grid_training.h), the data-parallel size the rest
 // of the world.
 #pragma once
@@ -10,7 +10,7 @@
 namespace ringgrad::examples {
 
 struct ModelParallelOptions {
-  int tp = 1, pp = 1;
+  int tp = 1, pp = 1, cp = 1;
   int micro_batches = 1;         // per data-parallel replica and step
   std::string schedule = "1f1b";  // or afab
 };

@@ -9,6 +9,7 @@
 //   train_gpt --config baby --time_budget 60    # as good as it gets in 60 s of training
 //   train_gpt --config shakespeare-char --device cuda --dtype bf16   # nanoGPT's GPU recipe
 //   ringgrad-run --nproc-per-node 4 train_gpt --config baby --tp 2 --pp 2 --micro_batches 2   # model_parallel.cc
+//   ringgrad-run --nproc-per-node 2 train_gpt --config baby --cp 2   # the sequence split, ring attention
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -342,17 +343,19 @@ int main(int argc, char** argv) {
   app.add_option(flag("tp"), mp.tp, "Tensor-parallel ranks per model replica (heads, MLP units and vocabulary split)")
       ->check(CLI::PositiveNumber);
   app.add_option(flag("pp"), mp.pp, "Pipeline stages per model replica (n_layer / pp blocks each)")->check(CLI::PositiveNumber);
+  app.add_option(flag("cp"), mp.cp, "Context-parallel ranks per model replica (the sequence split, ring attention)")
+      ->check(CLI::PositiveNumber);
   app.add_option(flag("micro_batches"), mp.micro_batches, "With --pp: micro-batches per replica and step")
       ->check(CLI::PositiveNumber);
   app.add_option(flag("pp_schedule"), mp.schedule, "With --pp: afab (GPipe) or 1f1b")->check(CLI::IsMember({"afab", "1f1b"}));
   add_config_flags(app, cfg);
   CLI11_PARSE(app, argc, argv);
-  if (mp.tp * mp.pp > 1) {
+  if (mp.tp * mp.pp * mp.cp > 1) {
     // The model-parallel path trains on the CPU with its own grid; what it does not do yet is refused.
     const bool unsupported = !paths.out.empty() || !paths.resume.empty() || placement.device != "cpu" ||
                              dist.time_budget > 0 || dist.accumulation != 1;
     if (unsupported) {
-      fmt::print(stderr, "train_gpt: --tp/--pp train on the CPU without --out, --resume, --time_budget or "
+      fmt::print(stderr, "train_gpt: --tp/--pp/--cp train on the CPU without --out, --resume, --time_budget or "
                          "--accumulation (use --micro_batches) for now\n");
       return 2;
     }

@@ -16,21 +16,40 @@
 
 namespace ringgrad::nn::parallel {
 
-GridGroups GridGroups::make(collectives::Communicator& world, int dp, int pp, int tp) {
-  if (dp < 1 || pp < 1 || tp < 1 || dp * pp * tp != world.world_size())
-    throw std::invalid_argument(fmt::format("rank {}: a grid of dp {} x pp {} x tp {} = {} ranks, but the world has {}",
-                                            world.rank(), dp, pp, tp, dp * pp * tp, world.world_size()));
-  GridGroups g{collectives::ProcessGrid({{"dp", dp}, {"pp", pp}, {"tp", tp}}, world.world_size()), nullptr, nullptr, nullptr};
+GridGroups GridGroups::make(collectives::Communicator& world, int dp, int pp, int tp, int cp) {
+  if (dp < 1 || pp < 1 || tp < 1 || cp < 1 || dp * pp * cp * tp != world.world_size())
+    throw std::invalid_argument(fmt::format("rank {}: a grid of dp {} x pp {} x cp {} x tp {} = {} ranks, but the world "
+                                            "has {}", world.rank(), dp, pp, cp, tp, dp * pp * cp * tp, world.world_size()));
+  GridGroups g{collectives::ProcessGrid({{"dp", dp}, {"pp", pp}, {"cp", cp}, {"tp", tp}}, world.world_size()), nullptr,
+               nullptr, nullptr, nullptr};
   g.dp = collectives::split_along(world, g.grid, "dp");
   g.pp = collectives::split_along(world, g.grid, "pp");
+  g.cp = collectives::split_along(world, g.grid, "cp");
   g.tp = collectives::split_along(world, g.grid, "tp");
   return g;
 }
 
 PipelineStage make_stage(const GPT& full, GridGroups& groups) {
-  return PipelineStage(full, groups.pp->rank(), groups.pp->world_size(),
-                       groups.tp->world_size() > 1 ? groups.tp.get() : nullptr);
+  const bool split = groups.tp->world_size() > 1 || groups.cp->world_size() > 1;  // ring attention lives in the split blocks
+  return PipelineStage(full, groups.pp->rank(), groups.pp->world_size(), split ? groups.tp.get() : nullptr,
+                       groups.cp->world_size() > 1 ? groups.cp.get() : nullptr);
 }
+
+namespace {
+
+// Every gradient and the loss averaged over `group` (the ranks saw equal parts of the batch).
+void average(PipelineStage& stage, collectives::Communicator& group, double& loss) {
+  if (group.world_size() == 1) return;
+  for (Tensor& p : stage.parameters()) {
+    if (!p.grad().defined()) p.set_grad(Tensor::zeros(p.shape(), p.dtype(), p.device()));
+    const Tensor g = p.grad();
+    group.all_reduce(as_buffer(g), as_buffer(g), collectives::ReduceOp::AVG);
+  }
+  group.all_reduce(collectives::ConstBuffer(&loss, 1, collectives::DType::kFloat64),
+                   collectives::Buffer(&loss, 1, collectives::DType::kFloat64), collectives::ReduceOp::AVG);
+}
+
+}  // namespace
 
 PipelineStepResult grid_step(PipelineStage& stage, GridGroups& groups, const Tensor& idx, const Tensor& targets,
                              int micro_batches, PipelineSchedule schedule) {
@@ -38,19 +57,17 @@ PipelineStepResult grid_step(PipelineStage& stage, GridGroups& groups, const Ten
   if (idx.size(0) % dp != 0)
     throw std::invalid_argument(fmt::format("grid_step on rank {} of dp: a batch of {} does not divide into {} "
                                             "data-parallel replicas", d, idx.size(0), dp));
-  const std::int64_t rows = idx.size(0) / dp;
-  const Tensor x = kernels::contiguous(kernels::narrow(idx, 0, d * rows, rows));
-  const Tensor y = kernels::contiguous(kernels::narrow(targets, 0, d * rows, rows));
-  PipelineStepResult result = pipeline_step(stage, *groups.pp, x, y, micro_batches, schedule);
-  if (dp > 1) {
-    for (Tensor& p : stage.parameters()) {
-      if (!p.grad().defined()) p.set_grad(Tensor::zeros(p.shape(), p.dtype(), p.device()));
-      const Tensor g = p.grad();
-      groups.dp->all_reduce(as_buffer(g), as_buffer(g), collectives::ReduceOp::AVG);
-    }
-    groups.dp->all_reduce(collectives::ConstBuffer(&result.loss, 1, collectives::DType::kFloat64),
-                          collectives::Buffer(&result.loss, 1, collectives::DType::kFloat64), collectives::ReduceOp::AVG);
-  }
+  const std::int64_t cp = groups.cp->world_size(), k = groups.cp->rank();
+  if (idx.size(1) % cp != 0)
+    throw std::invalid_argument(fmt::format("grid_step on rank {} of cp: a sequence of {} does not divide into {} "
+                                            "context-parallel ranks", k, idx.size(1), cp));
+  const std::int64_t rows = idx.size(0) / dp, t = idx.size(1) / cp;
+  auto mine = [&](const Tensor& all) {
+    return kernels::contiguous(kernels::narrow(kernels::narrow(all, 0, d * rows, rows), 1, k * t, t));
+  };
+  PipelineStepResult result = pipeline_step(stage, *groups.pp, mine(idx), mine(targets), micro_batches, schedule);
+  average(stage, *groups.cp, result.loss);
+  average(stage, *groups.dp, result.loss);
   return result;
 }
 

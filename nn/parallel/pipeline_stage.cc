@@ -18,8 +18,9 @@
 
 namespace ringgrad::nn::parallel {
 
-PipelineStage::PipelineStage(const GPT& full, int stage, int stages, collectives::Communicator* tp)
-    : config_(full.config()), stage_(stage), stages_(stages), tp_(tp) {
+PipelineStage::PipelineStage(const GPT& full, int stage, int stages, collectives::Communicator* tp,
+                             collectives::Communicator* cp)
+    : config_(full.config()), stage_(stage), stages_(stages), tp_(tp), cp_(cp) {
   const std::int64_t layers = config_.n_layer;
   if (stages < 1 || stage < 0 || stage >= stages || layers % stages != 0)
     throw std::invalid_argument(fmt::format("PipelineStage {} of {}: n_layer {} does not divide into {} stages", stage,
@@ -49,7 +50,7 @@ PipelineStage::PipelineStage(const GPT& full, int stage, int stages, collectives
   for (std::int64_t i = stage * per; i < (stage + 1) * per; ++i) {
     const Block& block = *full.h[static_cast<std::size_t>(i)];
     std::shared_ptr<Module> mine;
-    if (tp != nullptr) mine = std::make_shared<TensorParallelBlock>(block, c, *tp);
+    if (tp != nullptr) mine = std::make_shared<TensorParallelBlock>(block, c, *tp, cp);
     else mine = std::make_shared<Block>(c);
     h.push_back(register_module("h." + std::to_string(i), mine));
   }
@@ -77,7 +78,9 @@ PipelineStage::PipelineStage(const GPT& full, int stage, int stages, collectives
 Tensor PipelineStage::forward(const Tensor& input) {
   Tensor x = input;
   if (is_first()) {
-    const Tensor pos = Tensor::arange(input.size(1)).to(input.device());
+    // Under context parallelism this rank holds positions [r t, (r+1) t) of the sequence.
+    const std::int64_t t = input.size(1), first = cp_ != nullptr ? cp_->rank() * t : 0;
+    const Tensor pos = kernels::contiguous(kernels::narrow(Tensor::arange(first + t), 0, first, t)).to(input.device());
     x = dropout((*wte)(input) + (*wpe)(pos), config_.dropout, is_training());
   }
   for (auto& block : h) x = (*block)(x);

@@ -21,10 +21,13 @@ namespace ringgrad::nn::parallel {
 
 class PipelineStage : public Module {
  public:
-  /// Copies stage `stage` of `stages` out of `full`, split over `tp` when given
-  /// (it must outlive the stage). Throws std::invalid_argument when n_layer does not divide by
-  /// stages, or what TensorParallelGPT throws, naming the numbers.
-  PipelineStage(const GPT& full, int stage, int stages, collectives::Communicator* tp = nullptr);
+  /// Copies stage `stage` of `stages` out of `full`, split over `tp` when given (it must
+  /// outlive the stage). With a context-parallel group `cp` (tp must be given then, of any
+  /// size) the stage runs on this rank's T/c positions of each sequence: positions offset by
+  /// its cp rank, attention by ring attention. Throws std::invalid_argument when n_layer does
+  /// not divide by stages, or what TensorParallelGPT throws, naming the numbers.
+  PipelineStage(const GPT& full, int stage, int stages, collectives::Communicator* tp = nullptr,
+                collectives::Communicator* cp = nullptr);
   Tensor forward(const Tensor& x) override;
   /// The last stage's loss: mean cross-entropy of its output against targets [b, T] (with TP
   /// vocabulary-parallel, from this rank's slice of the logits).
@@ -51,6 +54,7 @@ class PipelineStage : public Module {
   GPTConfig config_;
   int stage_, stages_;
   collectives::Communicator* tp_;
+  collectives::Communicator* cp_;
   Tensor wte_weight_;
 };
 

@@ -9,6 +9,7 @@
 #include "autograd/linear.h"
 #include "autograd/ops.h"
 #include "autograd/transformer_ops.h"
+#include "nn/parallel/ring_attention.h"
 #include "nn/parallel/tensor_buffer.h"
 #include "nn/parallel/tensor_parallel_ops.h"
 #include "tensor/view.h"
@@ -46,14 +47,17 @@ Tensor shard_of(const Tensor& whole, const ShardSpec& spec, int rank, int p) {
 }
 
 TensorParallelAttention::TensorParallelAttention(const CausalSelfAttention& full, const GPTConfig& config,
-                                                 collectives::Communicator& group)
-    : heads_here_(config.n_head / group.world_size()), dropout_(config.dropout) {
+                                                 collectives::Communicator& group, collectives::Communicator* context)
+    : heads_here_(config.n_head / group.world_size()),
+      dropout_(config.dropout),
+      context_(context != nullptr && context->world_size() > 1 ? context : nullptr) {
   c_attn = register_module("c_attn", std::make_shared<ColumnParallelLinear>(*full.c_attn, group, false, /*parts=*/3));
   c_proj = register_module("c_proj", std::make_shared<RowParallelLinear>(*full.c_proj, group));
 }
 
 Tensor TensorParallelAttention::forward(const Tensor& x) {
-  const Tensor y = causal_self_attention((*c_attn)(x), heads_here_);  // [B, T, 3C/p] -> [B, T, C/p]
+  const Tensor qkv = (*c_attn)(x);  // [B, T, 3C/p]
+  const Tensor y = context_ != nullptr ? ring_attention(qkv, heads_here_, *context_) : causal_self_attention(qkv, heads_here_);
   return dropout((*c_proj)(y), dropout_, is_training());
 }
 
@@ -67,9 +71,10 @@ Tensor TensorParallelMLP::forward(const Tensor& x) {
   return dropout((*c_proj)(gelu((*c_fc)(x))), dropout_, is_training());
 }
 
-TensorParallelBlock::TensorParallelBlock(const Block& full, const GPTConfig& config, collectives::Communicator& group) {
+TensorParallelBlock::TensorParallelBlock(const Block& full, const GPTConfig& config, collectives::Communicator& group,
+                                         collectives::Communicator* context) {
   ln_1 = register_module("ln_1", copy_of(*full.ln_1, config));
-  attn = register_module("attn", std::make_shared<TensorParallelAttention>(*full.attn, config, group));
+  attn = register_module("attn", std::make_shared<TensorParallelAttention>(*full.attn, config, group, context));
   ln_2 = register_module("ln_2", copy_of(*full.ln_2, config));
   mlp = register_module("mlp", std::make_shared<TensorParallelMLP>(*full.mlp, config, group));
 }

@@ -32,10 +32,13 @@
 
 namespace ringgrad::nn::parallel {
 
-/// A block's attention with this rank's H/p heads. x: [B, T, C] -> [B, T, C] (whole).
+/// A block's attention with this rank's H/p heads. x: [B, T, C] -> [B, T, C] (whole). Given a
+/// context-parallel group of more than one rank, x holds this rank's T/c positions and the
+/// heads attend over the whole sequence by ring attention (ring_attention.h).
 class TensorParallelAttention : public Module {
  public:
-  TensorParallelAttention(const CausalSelfAttention& full, const GPTConfig& config, collectives::Communicator& group);
+  TensorParallelAttention(const CausalSelfAttention& full, const GPTConfig& config, collectives::Communicator& group,
+                          collectives::Communicator* context = nullptr);
   Tensor forward(const Tensor& x) override;
 
   std::shared_ptr<ColumnParallelLinear> c_attn;
@@ -44,6 +47,7 @@ class TensorParallelAttention : public Module {
  private:
   std::int64_t heads_here_;
   double dropout_;
+  collectives::Communicator* context_;
 };
 
 /// A block's MLP with this rank's 4C/p hidden units. x: [B, T, C] -> [B, T, C] (whole).
@@ -61,7 +65,8 @@ class TensorParallelMLP : public Module {
 
 class TensorParallelBlock : public Module {
  public:
-  TensorParallelBlock(const Block& full, const GPTConfig& config, collectives::Communicator& group);
+  TensorParallelBlock(const Block& full, const GPTConfig& config, collectives::Communicator& group,
+                      collectives::Communicator* context = nullptr);
   Tensor forward(const Tensor& x) override;
 
   std::shared_ptr<LayerNorm> ln_1, ln_2;

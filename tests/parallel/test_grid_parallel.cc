@@ -1,5 +1,5 @@
-// Data, pipeline and tensor parallelism composed on one grid of 4 real processes: for dp 2 x tp 2,
-// dp 2 x pp 2 and pp 2 x tp 2 (and dp 4), 3 AdamW steps on a global batch leave the loss and
+// Data, pipeline, context and tensor parallelism composed on one grid of real processes: for
+// dp 2 x tp 2, dp 2 x pp 2, pp 2 x tp 2, cp 2, cp 2 x tp 2, dp 2 x cp 2 and pp 2 x cp 2, 3 AdamW steps on a global batch leave the loss and
 // every rank's piece of every parameter, and the gradient norm clipping would use, equal to one
 // process on that batch (float64, 1e-12);
 // a grid that does not cover the world is refused on every rank, naming the numbers.
@@ -33,10 +33,10 @@ using ringgrad::test::run_ranks;
 
 namespace {
 
-void grid_equals_one_process(int dp, int pp, int tp, PipelineSchedule schedule, bool tied = true) {
-  const auto results = run_ranks(dp * pp * tp, [&](const transport::Config& config) {
+void grid_equals_one_process(int dp, int pp, int tp, PipelineSchedule schedule, bool tied = true, int cp = 1) {
+  const auto results = run_ranks(dp * pp * tp * cp, [&](const transport::Config& config) {
     Communicator world(config, collectives::CommOptions{});
-    GridGroups groups = GridGroups::make(world, dp, pp, tp);
+    GridGroups groups = GridGroups::make(world, dp, pp, tp, cp);
     GPTConfig c;
     c.n_layer = 4;
     c.n_head = 4;
@@ -76,7 +76,7 @@ void grid_equals_one_process(int dp, int pp, int tp, PipelineSchedule schedule, 
       check(d < 1e-12, fmt::format("rank {}: {} differs from one process's by {}", world.rank(), name, d));
     }
   });
-  INFO(fmt::format("dp {} x pp {} x tp {}, {}: {}", dp, pp, tp, tied ? "tied" : "untied", describe(results)));
+  INFO(fmt::format("dp {} x pp {} x cp {} x tp {}, {}: {}", dp, pp, cp, tp, tied ? "tied" : "untied", describe(results)));
   for (const auto& r : results) CHECK(r.ok());
 }
 
@@ -100,6 +100,16 @@ TEST_CASE("grid: an untied lm_head (train_gpt's presets) under pp 2 x tp 2 and d
   grid_equals_one_process(2, 2, 1, PipelineSchedule::kAllForwardAllBackward, false);
 }
 
+TEST_CASE("grid: context parallel (ring attention) cp 2 alone, cp 2 x tp 2 and dp 2 x cp 2 train what one process trains") {
+  grid_equals_one_process(1, 1, 1, PipelineSchedule::kOneForwardOneBackward, true, 2);
+  grid_equals_one_process(1, 1, 2, PipelineSchedule::kOneForwardOneBackward, false, 2);
+  grid_equals_one_process(2, 1, 1, PipelineSchedule::kOneForwardOneBackward, true, 2);
+}
+
+TEST_CASE("grid: pp 2 x cp 2 on 4 ranks trains what one process trains") {
+  grid_equals_one_process(1, 2, 1, PipelineSchedule::kOneForwardOneBackward, true, 2);
+}
+
 TEST_CASE("grid: a layout that does not cover the world is refused on every rank, naming the numbers") {
   const auto results = run_ranks(4, [](const transport::Config& config) {
     Communicator world(config, collectives::CommOptions{});
@@ -109,7 +119,7 @@ TEST_CASE("grid: a layout that does not cover the world is refused on every rank
     } catch (const std::invalid_argument& error) {
       e = error.what();
     }
-    check(e.find("dp 2 x pp 2 x tp 2 = 8 ranks, but the world has 4") != std::string::npos, e);
+    check(e.find("dp 2 x pp 2 x cp 1 x tp 2 = 8 ranks, but the world has 4") != std::string::npos, e);
   });
   INFO(describe(results));
   for (const auto& r : results) CHECK(r.ok());

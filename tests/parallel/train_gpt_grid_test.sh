@@ -19,6 +19,6 @@ test -s "$dir/one.txt"
 cmp "$dir/one.txt" "$dir/grid.txt"
 status=0
 "$run" --nproc-per-node 4 "$train" $flags --tp 3 > "$dir/bad.txt" 2>&1 || status=$?
-grep -q "tp 3 x --pp 1 = 3 ranks per model replica does not divide the 4 ranks" "$dir/bad.txt"
+grep -q "tp 3 x --pp 1 x --cp 1 = 3 ranks per model replica does not divide the 4 ranks" "$dir/bad.txt"
 test $status -ne 0
 echo "passed"
