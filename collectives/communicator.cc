@@ -47,6 +47,14 @@ void complete(Work::State& state, std::exception_ptr error) {
 
 const Buffer kNoRecv{};
 
+// The bytes a send, recv or batch moves from or to this rank.
+std::uint64_t point_to_point_bytes(const Task& task) {
+  if (task.kind != CollKind::kBatchSendRecv) return task.args.count * dtype_size(task.args.dtype);
+  std::uint64_t bytes = 0;
+  for (const P2POp& op : task.ops) bytes += op.buffer.count * dtype_size(op.buffer.dtype);
+  return bytes;
+}
+
 }  // namespace
 
 void Work::wait() {
@@ -155,6 +163,30 @@ Algo Communicator::resolve(CollKind kind, Algo algo, std::size_t n) const {
   if (kind == CollKind::kBarrier || !is_collective(kind)) return Algo::kAuto;  // one way each
   std::lock_guard lock(mutex_);
   return options_.model.choose(kind, n, world_size_, model_hosts_);
+}
+
+std::uint64_t CommStats::total_bytes() const {
+  std::uint64_t total = 0;
+  for (const auto& [kind, e] : by_kind) total += e.bytes;
+  return total;
+}
+
+std::string CommStats::describe() const {
+  std::string out;
+  for (const auto& [kind, e] : by_kind)
+    out += fmt::format("{}{} {} call{} {:.2f} MB", out.empty() ? "" : ", ", coll_name(kind), e.calls,
+                       e.calls == 1 ? "" : "s", static_cast<double>(e.bytes) / 1e6);
+  return out.empty() ? "nothing" : out;
+}
+
+CommStats Communicator::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void Communicator::reset_stats() {
+  std::lock_guard lock(mutex_);
+  stats_ = {};
 }
 
 std::string Communicator::host_path() const {
@@ -269,6 +301,9 @@ Work Communicator::submit(Task task, bool blocking) {
   if (!task.invalid.empty() && (!options_.check_args || !is_collective(task.kind)))
     throw CollectiveError(fmt::format("{} on {}: {}", coll_name(task.kind), describe_rank(group_), task.invalid));
   if (is_collective(task.kind)) task.seq = next_seq_++;
+  CommStats::Entry& counted = stats_.by_kind[task.kind];
+  ++counted.calls;
+  counted.bytes += is_collective(task.kind) ? task.bytes : point_to_point_bytes(task);
   if (blocking && queue_.empty() && !running_) {
     running_ = true;  // run on the caller's thread: no hand-off to the worker and back
     lock.unlock();

@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <map>
 #include <exception>
 #include <memory>
 #include <mutex>
@@ -49,6 +50,22 @@ struct Task;
 /// algorithms run over CUDA IPC for peers on this host (same GPU, or peer-to-peer between GPUs)
 /// and through pinned host buffers over TCP for the others; with Backend::kNccl device calls go
 /// to NCCL, host calls still to ringgrad's TCP path (like a gloo + NCCL process group).
+/// What a communicator was asked to move, per kind of call, since it was made (or reset):
+/// the calls, and their bytes as nccl-tests sizes them (the whole buffer; for all-gather,
+/// reduce-scatter, gather and scatter all p blocks), for send, recv and batches the bytes this
+/// rank sends and receives. What travels on the wire follows from the algorithm (an all-reduce
+/// by ring sends 2(p-1)/p of its size from each rank: docs/collectives.md's busbw factors).
+struct CommStats {
+  struct Entry {
+    std::uint64_t calls = 0;
+    std::uint64_t bytes = 0;
+  };
+  std::map<CollKind, Entry> by_kind;
+  std::uint64_t total_bytes() const;
+  /// "all_reduce 18 calls 7.08 MB, batch_send_recv 4 calls 0.79 MB" (MB = 1e6 bytes).
+  std::string describe() const;
+};
+
 class Communicator {
  public:
   /// Joins the job described by config (see transport::Transport). Throws TransportError;
@@ -87,6 +104,9 @@ class Communicator {
   void set_cost_model(const CostModel& model);
   /// The algorithm a call of `kind` on n bytes (nccl-tests' size) with `algo` will run.
   Algo resolve(CollKind kind, Algo algo, std::size_t n) const;
+  /// The calls and bytes asked of this communicator so far (its groups count their own).
+  CommStats stats() const;
+  void reset_stats();
 
   // Blocking collectives. Every rank calls each one, in the same order. In place when recv and
   // send are the same memory (all_gather: send == recv + rank*count; reduce_scatter:
@@ -186,6 +206,7 @@ class Communicator {
   bool stop_ = false;
   std::string broken_;   // first transport error; later calls fail with it
   uint64_t next_seq_ = 0;
+  CommStats stats_;
   int bound_device_ = kHost;  // the device of the first device call
   std::thread worker_;
 };

@@ -44,6 +44,8 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
   Generator data_gen(cfg.seed + 1);  // as the data-parallel path draws its batches
   const double tokens_per_iter = static_cast<double>(cfg.batch_size * cfg.model.block_size);
   std::vector<double> step_ms;
+  collectives::Communicator* const group_of[] = {groups.tp.get(), groups.cp.get(), groups.pp.get(), groups.dp.get()};
+  for (auto* g : group_of) g->reset_stats();
   for (std::int64_t it = 0; it < cfg.max_iters; ++it) {
     const auto t0 = std::chrono::steady_clock::now();
     const nn::data::Batch batch = ds.get_batch(nn::data::Split::Train, cfg.batch_size, cfg.model.block_size, data_gen);
@@ -58,6 +60,11 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
     if (lead && it % cfg.log_interval == 0)
       fmt::print("iter {:5d}: loss {:.4f}, grad norm {:.3f}, {:.1f} ms/iter, {:.0f} tokens/s\n", it, r.loss, norm, ms,
                  tokens_per_iter / ms * 1e3);
+    if (lead && it == 0) {  // what one step asked of each of this rank's groups
+      const char* names[] = {"tp", "cp", "pp", "dp"};
+      for (int i = 0; i < 4; ++i)
+        if (group_of[i]->world_size() > 1) fmt::print("  one step's {}: {}\n", names[i], group_of[i]->stats().describe());
+    }
   }
   if (lead && !step_ms.empty()) {
     std::nth_element(step_ms.begin(), step_ms.begin() + static_cast<std::ptrdiff_t>(step_ms.size() / 2), step_ms.end());
