@@ -1,0 +1,125 @@
+// Gathering a grid's pieces into one GPT and AdamW on rank 0 (then save_checkpoint), and cutting
+// a whole checkpoint into this rank's pieces (load_checkpoint, then shard_of).
+#include "nn/parallel/grid_checkpoint.h"
+
+#include <map>
+#include <stdexcept>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "nn/parallel/tensor_buffer.h"
+#include "nn/parallel/tensor_parallel_gpt.h"
+#include "nn/transformer/train_step.h"
+#include "tensor/view.h"
+
+namespace ringgrad::nn::parallel {
+namespace {
+
+using collectives::Communicator;
+
+// The optimizer's state tensors of parameter `p` (found by identity in its groups).
+std::vector<Tensor*> moments_of(Optimizer& optimizer, const Tensor& p) {
+  const auto& groups = optimizer.param_groups();
+  for (std::size_t g = 0; g < groups.size(); ++g)
+    for (std::size_t i = 0; i < groups[g].params.size(); ++i)
+      if (groups[g].params[i].raw_data() == p.raw_data()) {
+        std::vector<Tensor*> out;
+        for (const std::string& name : optimizer.state_names()) out.push_back(&optimizer.state(g, i, name));
+        return out;
+      }
+  throw std::logic_error("grid checkpoint: a parameter is not in the optimizer");
+}
+
+// The whole tensor from the tp group's pieces of `mine` (spec: how it is cut), `rows` rows
+// when the vocabulary was padded.
+Tensor whole_of(const Tensor& mine, const ShardSpec& spec, Communicator& tp, std::int64_t rows) {
+  if (spec.dim < 0 || tp.world_size() == 1) {
+    if (!spec.padded || mine.size(0) == rows) return kernels::clone(mine.detach());
+    return kernels::clone(kernels::narrow(mine.detach(), 0, 0, rows));
+  }
+  const std::int64_t p = tp.world_size();
+  const Tensor piece = kernels::contiguous(mine.detach());
+  Shape all_shape = piece.shape();
+  all_shape.insert(all_shape.begin(), p);
+  Tensor pieces = Tensor::empty(all_shape, piece.dtype(), piece.device());
+  tp.all_gather(as_buffer(piece), as_buffer(pieces));
+  // Piece q holds slice q of each part, back to back along spec.dim.
+  Shape shape = piece.shape();
+  const std::int64_t n = piece.size(spec.dim) / spec.parts;
+  shape[static_cast<std::size_t>(spec.dim)] = piece.size(spec.dim) * p;
+  Tensor whole = Tensor::empty(shape, piece.dtype(), piece.device());
+  for (std::int64_t q = 0; q < p; ++q)
+    for (int i = 0; i < spec.parts; ++i)
+      kernels::copy_(kernels::narrow(whole, spec.dim, (i * p + q) * n, n),
+                     kernels::narrow(kernels::squeeze(kernels::narrow(pieces, 0, q, 1), 0), spec.dim, i * n, n));
+  if (spec.padded && whole.size(0) != rows) return kernels::clone(kernels::narrow(whole, 0, 0, rows));
+  return whole;
+}
+
+// Which stage holds parameter `name` of the whole GPT (the first stage for a tied wte).
+int owner(const std::string& name, const GPTConfig& c, int stages) {
+  if (name.starts_with("h.")) return static_cast<int>(std::stoll(name.substr(2)) / (c.n_layer / stages));
+  if (name.starts_with("wte.") || name.starts_with("wpe.")) return 0;
+  return stages - 1;  // ln_f, lm_head
+}
+
+}  // namespace
+
+void save_grid_checkpoint(const std::string& path, PipelineStage& stage, AdamW& optimizer, GridGroups& groups,
+                          const GPTConfig& config, const TrainState& state, double weight_decay, const AdamOptions& adam) {
+  // Every tp group joins its pieces (the all-gathers are collectives of the group).
+  std::map<std::string, std::vector<Tensor>> whole;  // name -> parameter, then its moments
+  for (auto& [name, p] : stage.named_parameters()) {
+    if (name == "wte.weight" && stage.tied_copies() && stage.is_last()) continue;  // the first stage's copy is saved
+    const ShardSpec spec = shard_spec(name);
+    const std::int64_t rows = spec.padded ? config.vocab_size : 0;
+    std::vector<Tensor>& out = whole[name];
+    out.push_back(whole_of(p, spec, *groups.tp, rows));
+    for (Tensor* m : moments_of(optimizer, p)) out.push_back(whole_of(*m, spec, *groups.tp, rows));
+  }
+  // Replica 0 of each stage (dp 0, cp 0, tp 0) sends to pp rank 0 of its pipeline: rank 0.
+  if (groups.dp->rank() != 0 || groups.cp->rank() != 0 || groups.tp->rank() != 0) return;
+  Communicator& pp = *groups.pp;
+  if (pp.rank() != 0) {
+    for (auto& [name, tensors] : stage.named_parameters()) {
+      if (!whole.contains(name)) continue;
+      for (const Tensor& t : whole.at(name)) pp.send(as_buffer(t), 0);
+    }
+    return;
+  }
+  GPT model(config);
+  AdamW all(weight_decay_groups(model, weight_decay), adam);
+  all.set_steps(optimizer.steps());
+  for (auto& [name, p] : model.named_parameters()) {
+    std::vector<Tensor*> targets = {&p};
+    for (Tensor* m : moments_of(all, p)) targets.push_back(m);
+    const int from = owner(name, config, pp.world_size());
+    for (std::size_t i = 0; i < targets.size(); ++i) {
+      if (from == 0) kernels::copy_(*targets[i], whole.at(name)[i]);
+      else pp.recv(as_buffer(*targets[i]), from);
+    }
+  }
+  save_checkpoint(path, model, all, state);
+}
+
+TrainState load_grid_checkpoint(const std::string& path, PipelineStage& stage, AdamW& optimizer, GridGroups& groups,
+                                double weight_decay, const AdamOptions& adam) {
+  GPT model(checkpoint_config(path));
+  AdamW all(weight_decay_groups(model, weight_decay), adam);
+  const TrainState state = load_checkpoint(path, model, all);
+  std::map<std::string, Tensor> params;
+  for (auto& [name, p] : model.named_parameters()) params[name] = p;
+  const int tp = groups.tp->world_size() > 1 || groups.cp->world_size() > 1 ? groups.tp->world_size() : 1;
+  for (auto& [name, p] : stage.named_parameters()) {
+    const ShardSpec spec = tp > 1 ? shard_spec(name) : ShardSpec{};
+    const Tensor& whole = params.at(name);
+    kernels::copy_(p, shard_of(whole, spec, groups.tp->rank(), tp));
+    const std::vector<Tensor*> mine = moments_of(optimizer, p), theirs = moments_of(all, whole);
+    for (std::size_t i = 0; i < mine.size(); ++i) kernels::copy_(*mine[i], shard_of(*theirs[i], spec, groups.tp->rank(), tp));
+  }
+  optimizer.set_steps(all.steps());
+  return state;
+}
+
+}  // namespace ringgrad::nn::parallel

@@ -1,0 +1,130 @@
+// Checkpoints across layouts, with 4 real processes in float64: a run saved under dp 2 x tp 2
+// after 2 AdamW steps resumes on one process, under pp 2 (x dp 2) and under pp 2 x tp 2 with the
+// next step's loss and the parameters after it equal to the uninterrupted dp 2 x tp 2 run (1e-12).
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+
+#include "autograd/engine.h"
+#include "autograd/ops.h"
+#include "collectives/communicator.h"
+#include "nn/optim.h"
+#include "nn/parallel/grid_checkpoint.h"
+#include "nn/transformer/train_step.h"
+#include "tests/parallel/model_parallel_support.h"
+#include "tests/support/multiprocess.h"
+#include "tensor/random.h"
+#include "tensor/view.h"
+
+using namespace ringgrad;
+using namespace ringgrad::nn;
+using namespace ringgrad::nn::parallel;
+using ringgrad::collectives::Communicator;
+using ringgrad::test::check;
+using ringgrad::test::describe;
+using ringgrad::test::expected_piece;
+using ringgrad::test::max_abs_diff;
+using ringgrad::test::run_ranks;
+
+namespace {
+
+constexpr double kDecay = 0.1;
+const AdamOptions kAdam{0.01, 0.9, 0.95, 1e-8};
+
+GPTConfig config() {
+  GPTConfig c;
+  c.n_layer = 2;
+  c.n_head = 2;
+  c.n_embd = 8;
+  c.block_size = 8;
+  c.vocab_size = 11;
+  c.tie_weights = false;
+  c.dtype = DType::Float64;
+  return c;
+}
+
+// Batch `i` of the run, the same on every rank.
+std::pair<Tensor, Tensor> batch(int i) {
+  Generator gen(100 + static_cast<std::uint64_t>(i));
+  std::vector<std::int64_t> x(4 * 8), y(4 * 8);
+  for (auto& v : x) v = static_cast<std::int64_t>(gen.next_below(11));
+  for (auto& v : y) v = static_cast<std::int64_t>(gen.next_below(11));
+  return {Tensor::from_vector(x, {4, 8}), Tensor::from_vector(y, {4, 8})};
+}
+
+}  // namespace
+
+TEST_CASE("grid checkpoint: saved under dp 2 x tp 2, resumed on one process, dp 2 x pp 2 and pp 2 x tp 2") {
+  const std::string path = (std::filesystem::temp_directory_path() / fmt::format("grid_ckpt_{}.safetensors", ::getpid())).string();
+  const auto results = run_ranks(4, [&](const transport::Config& cfg) {
+    Communicator world(cfg, collectives::CommOptions{});
+    // The reference: one process, 3 steps; the loss of step 2 and the parameters after it.
+    manual_seed(5);
+    GPT one(config());
+    AdamW one_opt(weight_decay_groups(one, kDecay), kAdam);
+    double third_loss = 0;
+    for (int i = 0; i < 3; ++i) {
+      auto [x, y] = batch(i);
+      const Tensor loss = cross_entropy(reshape(one(x), {32, 11}), reshape(y, {32}));
+      one.zero_grad();
+      backward(loss);
+      one_opt.step();
+      third_loss = loss.item<double>();
+    }
+    std::map<std::string, Tensor> after;
+    for (auto& [name, t] : one.named_parameters()) after[name] = t;
+    {  // Train 2 steps on dp 2 x tp 2 and save.
+      GridGroups g = GridGroups::make(world, 2, 1, 2);
+      manual_seed(5);
+      PipelineStage stage = make_stage(GPT(config()), g);
+      AdamW opt(weight_decay_groups(stage, kDecay), kAdam);
+      for (int i = 0; i < 2; ++i) {
+        auto [x, y] = batch(i);
+        stage.zero_grad();
+        grid_step(stage, g, x, y, 1, PipelineSchedule::kOneForwardOneBackward);
+        opt.step();
+      }
+      save_grid_checkpoint(path, stage, opt, g, config(), TrainState{2, Generator(1), Generator(2)}, kDecay, kAdam);
+      world.barrier();
+    }
+    // Resume on one process (each rank alone): the third step's loss and parameters.
+    {
+      GPT model(config());
+      AdamW opt(weight_decay_groups(model, kDecay), kAdam);
+      const TrainState state = load_checkpoint(path, model, opt);
+      check(state.iter == 2, fmt::format("rank {}: resumed at iter {}", world.rank(), state.iter));
+      auto [x, y] = batch(2);
+      const Tensor loss = cross_entropy(reshape(model(x), {32, 11}), reshape(y, {32}));
+      check(std::abs(loss.item<double>() - third_loss) < 1e-12,
+            fmt::format("one process resumed: loss {} vs {}", loss.item<double>(), third_loss));
+      model.zero_grad();
+      backward(loss);
+      opt.step();
+      for (auto& [name, t] : model.named_parameters())
+        check(max_abs_diff(t, after.at(name)) < 1e-12, fmt::format("one process resumed: {} differs", name));
+    }
+    // Resume on two other layouts of the same 4 ranks.
+    for (auto [dp, pp, tp] : {std::tuple{2, 2, 1}, std::tuple{1, 2, 2}}) {
+      GridGroups g = GridGroups::make(world, dp, pp, tp);
+      PipelineStage stage = make_stage(GPT(config()), g);
+      AdamW opt(weight_decay_groups(stage, kDecay), kAdam);
+      load_grid_checkpoint(path, stage, opt, g, kDecay, kAdam);
+      auto [x, y] = batch(2);
+      stage.zero_grad();
+      const double loss = grid_step(stage, g, x, y, 2, PipelineSchedule::kOneForwardOneBackward).loss;
+      opt.step();
+      check(std::abs(loss - third_loss) < 1e-12,
+            fmt::format("dp {} x pp {} x tp {} resumed: loss {} vs {}", dp, pp, tp, loss, third_loss));
+      for (auto& [name, t] : stage.named_parameters()) {
+        const Tensor want = tp > 1 ? expected_piece(name, after.at(name), *g.tp) : after.at(name).detach();
+        check(max_abs_diff(t, want) < 1e-12, fmt::format("dp {} x pp {} x tp {} resumed: {} differs", dp, pp, tp, name));
+      }
+    }
+  });
+  std::filesystem::remove(path);
+  INFO(describe(results));
+  for (const auto& r : results) CHECK(r.ok());
+}
