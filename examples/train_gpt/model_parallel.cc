@@ -1,17 +1,21 @@
-// The model-parallel training loop: the grid, this rank's stage of the model, and per iteration
-// the global batch (drawn alike on every rank, as one process draws it), grid_step, clipping by
-// the whole model's gradient norm, and AdamW on this rank's piece.
+// The model-parallel training loop: the grid, this rank's stage of the model (or its piece of a
+// checkpoint), and per iteration the global batch (drawn alike on every rank, as one process
+// draws it), grid_step, clipping by the whole model's gradient norm, and AdamW on this rank's
+// piece; the whole model saved at the end.
 #include "examples/train_gpt/model_parallel.h"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <vector>
 
 #include "collectives/communicator.h"
 #include "nn/data/char_dataset.h"
 #include "nn/optim.h"
+#include "nn/parallel/grid_checkpoint.h"
 #include "nn/parallel/grid_training.h"
 #include "nn/transformer/train_step.h"
 #include "tensor/random.h"
@@ -35,18 +39,30 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
     const nn::GPT whole(cfg.model);
     return make_stage(whole, groups);
   }();
-  nn::AdamW optimizer(nn::weight_decay_groups(stage, cfg.weight_decay), nn::AdamOptions{cfg.lr, cfg.beta1, cfg.beta2, 1e-8});
-  if (lead)
-    fmt::print("GPT {} layers, {} heads, C {}, T {}, V {} on a grid of {}{} micro-batches per replica, {}\n",
-               cfg.model.n_layer, cfg.model.n_head, cfg.model.n_embd, cfg.model.block_size, cfg.model.vocab_size,
-               groups.describe(), mp.micro_batches, mp.schedule);
+  const nn::AdamOptions adam{cfg.lr, cfg.beta1, cfg.beta2, 1e-8};
+  nn::AdamW optimizer(nn::weight_decay_groups(stage, cfg.weight_decay), adam);
+  nn::TrainState state{0, Generator(cfg.seed + 1), default_generator()};  // batches drawn as the data-parallel path draws them
+  if (!mp.resume.empty()) {
+    state = load_grid_checkpoint(mp.resume, stage, optimizer, groups);
+    default_generator() = state.dropout_gen;
+  }
+  if (lead) {
+    fmt::print("GPT {} layers, {} heads, C {}, T {}, V {} on a grid of {}", cfg.model.n_layer, cfg.model.n_head,
+               cfg.model.n_embd, cfg.model.block_size, cfg.model.vocab_size, groups.describe());
+    if (mp.pp > 1) fmt::print("{} micro-batches per replica, {}\n", mp.micro_batches, mp.schedule);
+    if (!mp.resume.empty()) fmt::print("resumed from {} at iter {}\n", mp.resume, state.iter);
+  }
+  std::ofstream log;
+  if (lead && !mp.log.empty()) log.open(mp.log, mp.resume.empty() ? std::ios::trunc : std::ios::app);
   const nn::CosineSchedule lr_schedule = cfg.schedule();
-  Generator data_gen(cfg.seed + 1);  // as the data-parallel path draws its batches
+  Generator& data_gen = state.data_gen;
   const double tokens_per_iter = static_cast<double>(cfg.batch_size * cfg.model.block_size);
   std::vector<double> step_ms;
   collectives::Communicator* const group_of[] = {groups.tp.get(), groups.cp.get(), groups.pp.get(), groups.dp.get()};
   for (auto* g : group_of) g->reset_stats();
-  for (std::int64_t it = 0; it < cfg.max_iters; ++it) {
+  const std::int64_t first = state.iter;
+  std::int64_t it = first;
+  for (; it < cfg.max_iters; ++it) {
     const auto t0 = std::chrono::steady_clock::now();
     const nn::data::Batch batch = ds.get_batch(nn::data::Split::Train, cfg.batch_size, cfg.model.block_size, data_gen);
     stage.zero_grad();
@@ -57,10 +73,12 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
     optimizer.step();
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     step_ms.push_back(ms);
-    if (lead && it % cfg.log_interval == 0)
+    if (lead && it % cfg.log_interval == 0) {
       fmt::print("iter {:5d}: loss {:.4f}, grad norm {:.3f}, {:.1f} ms/iter, {:.0f} tokens/s\n", it, r.loss, norm, ms,
                  tokens_per_iter / ms * 1e3);
-    if (lead && it == 0) {  // what one step asked of each of this rank's groups
+      if (log) log << nlohmann::json{{"iter", it}, {"loss", r.loss}, {"grad_norm", norm}, {"ms", ms}}.dump() << std::endl;
+    }
+    if (lead && it == first) {  // what one step asked of each of this rank's groups
       const char* names[] = {"tp", "cp", "pp", "dp"};
       for (int i = 0; i < 4; ++i)
         if (group_of[i]->world_size() > 1) fmt::print("  one step's {}: {}\n", names[i], group_of[i]->stats().describe());
@@ -72,9 +90,12 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
     fmt::print("trained {} iterations: median step {:.2f} ms, {:.0f} tokens/s\n", step_ms.size(), median,
                tokens_per_iter / median * 1e3);
   }
-  if (lead)
-    fmt::print("(model-parallel runs print the training loss only: evaluation, checkpoints and sampling are on the "
-               "data-parallel path for now)\n");
+  if (!mp.out.empty()) {
+    state.iter = it;
+    state.dropout_gen = default_generator();
+    save_grid_checkpoint(mp.out, stage, optimizer, groups, world, cfg.model, state);
+    if (lead) fmt::print("saved {} (the whole model: it resumes on any layout, or one process)\n", mp.out);
+  }
   return 0;
 }
 

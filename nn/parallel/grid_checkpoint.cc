@@ -10,7 +10,7 @@
 
 #include "nn/parallel/tensor_buffer.h"
 #include "nn/parallel/tensor_parallel_gpt.h"
-#include "nn/transformer/train_step.h"
+#include "nn/safetensors.h"
 #include "tensor/view.h"
 
 namespace ringgrad::nn::parallel {
@@ -66,8 +66,8 @@ int owner(const std::string& name, const GPTConfig& c, int stages) {
 
 }  // namespace
 
-void save_grid_checkpoint(const std::string& path, PipelineStage& stage, AdamW& optimizer, GridGroups& groups,
-                          const GPTConfig& config, const TrainState& state, double weight_decay, const AdamOptions& adam) {
+void save_grid_checkpoint(const std::string& path, PipelineStage& stage, Optimizer& optimizer, GridGroups& groups,
+                          collectives::Communicator& world, const GPTConfig& config, const TrainState& state) {
   // Every tp group joins its pieces (the all-gathers are collectives of the group).
   std::map<std::string, std::vector<Tensor>> whole;  // name -> parameter, then its moments
   for (auto& [name, p] : stage.named_parameters()) {
@@ -79,46 +79,67 @@ void save_grid_checkpoint(const std::string& path, PipelineStage& stage, AdamW& 
     for (Tensor* m : moments_of(optimizer, p)) out.push_back(whole_of(*m, spec, *groups.tp, rows));
   }
   // Replica 0 of each stage (dp 0, cp 0, tp 0) sends to pp rank 0 of its pipeline: rank 0.
-  if (groups.dp->rank() != 0 || groups.cp->rank() != 0 || groups.tp->rank() != 0) return;
+  const bool replica0 = groups.dp->rank() == 0 && groups.cp->rank() == 0 && groups.tp->rank() == 0;
   Communicator& pp = *groups.pp;
-  if (pp.rank() != 0) {
-    for (auto& [name, tensors] : stage.named_parameters()) {
-      if (!whole.contains(name)) continue;
-      for (const Tensor& t : whole.at(name)) pp.send(as_buffer(t), 0);
-    }
-    return;
+  if (replica0 && pp.rank() != 0) {
+    for (auto& [name, tensors] : stage.named_parameters())
+      if (whole.contains(name))
+        for (const Tensor& t : whole.at(name)) pp.send(as_buffer(t), 0);
   }
-  GPT model(config);
-  AdamW all(weight_decay_groups(model, weight_decay), adam);
-  all.set_steps(optimizer.steps());
-  for (auto& [name, p] : model.named_parameters()) {
-    std::vector<Tensor*> targets = {&p};
-    for (Tensor* m : moments_of(all, p)) targets.push_back(m);
-    const int from = owner(name, config, pp.world_size());
-    for (std::size_t i = 0; i < targets.size(); ++i) {
-      if (from == 0) kernels::copy_(*targets[i], whole.at(name)[i]);
-      else pp.recv(as_buffer(*targets[i]), from);
+  if (replica0 && pp.rank() == 0) {
+    // The whole model's tensors, in the GPT's order, each from the stage that holds it.
+    const Generator saved = default_generator();
+    GPT model(config);  // shapes and names only
+    default_generator() = saved;
+    StateDict file;
+    const std::vector<std::string> states = optimizer.state_names();
+    for (auto& [name, p] : model.named_parameters()) {
+      const int from = owner(name, config, pp.world_size());
+      for (std::size_t i = 0; i <= states.size(); ++i) {
+        Tensor t = Tensor::empty(p.shape(), p.dtype());
+        if (from == 0) kernels::copy_(t, whole.at(name)[i]);
+        else pp.recv(as_buffer(t), from);
+        if (i == 0) file.emplace(name, t);
+        else if (optimizer.steps() > 0) file.emplace("optimizer." + states[i - 1] + "." + name, t);
+      }
     }
+    file.emplace("optimizer.steps", Tensor::full({1}, static_cast<double>(optimizer.steps()), DType::Int64));
+    std::map<std::string, std::string> meta = checkpoint_metadata(config, state, optimizer.steps());
+    meta.emplace("layout", groups.grid.describe().substr(0, groups.grid.describe().find('\n')));
+    meta.emplace("world_size", std::to_string(world.world_size()));
+    save_safetensors(path, file, meta);
   }
-  save_checkpoint(path, model, all, state);
+  world.barrier();  // nobody reads the file before it is complete
 }
 
-TrainState load_grid_checkpoint(const std::string& path, PipelineStage& stage, AdamW& optimizer, GridGroups& groups,
-                                double weight_decay, const AdamOptions& adam) {
-  GPT model(checkpoint_config(path));
-  AdamW all(weight_decay_groups(model, weight_decay), adam);
-  const TrainState state = load_checkpoint(path, model, all);
-  std::map<std::string, Tensor> params;
-  for (auto& [name, p] : model.named_parameters()) params[name] = p;
-  const int tp = groups.tp->world_size() > 1 || groups.cp->world_size() > 1 ? groups.tp->world_size() : 1;
+TrainState load_grid_checkpoint(const std::string& path, PipelineStage& stage, Optimizer& optimizer, GridGroups& groups) {
+  const SafetensorsFile file = load_safetensors(path);
+  const TrainState state = checkpoint_state(file.metadata, path);
+  auto get = [&](const std::string& name, const Shape& shape) -> const Tensor& {
+    const auto it = file.tensors.find(name);
+    if (it == file.tensors.end()) throw std::invalid_argument(fmt::format("{}: missing '{}'", path, name));
+    if (it->second.shape() != shape)
+      throw std::invalid_argument(fmt::format("{}: '{}' is {}, the model's is {}", path, name, shape_str(it->second.shape()),
+                                              shape_str(shape)));
+    return it->second;
+  };
+  const GPTConfig& c = stage.config();
+  const std::int64_t steps = get("optimizer.steps", {1}).item<std::int64_t>();
+  const int tp = stage.is_split() ? groups.tp->world_size() : 1;
   for (auto& [name, p] : stage.named_parameters()) {
-    const ShardSpec spec = tp > 1 ? shard_spec(name) : ShardSpec{};
-    const Tensor& whole = params.at(name);
-    kernels::copy_(p, shard_of(whole, spec, groups.tp->rank(), tp));
-    const std::vector<Tensor*> mine = moments_of(optimizer, p), theirs = moments_of(all, whole);
-    for (std::size_t i = 0; i < mine.size(); ++i) kernels::copy_(*mine[i], shard_of(*theirs[i], spec, groups.tp->rank(), tp));
+    const ShardSpec spec = stage.is_split() ? shard_spec(name) : ShardSpec{};
+    // The whole tensor's shape: the piece's, times the group along the cut, less the padding.
+    Shape whole = p.shape();
+    if (spec.dim >= 0) whole[static_cast<std::size_t>(spec.dim)] *= tp;
+    if (spec.padded) whole[0] = c.vocab_size;
+    kernels::copy_(p, shard_of(get(name, whole), spec, groups.tp->rank(), tp));
+    if (steps == 0) continue;
+    const std::vector<std::string> states = optimizer.state_names();
+    const std::vector<Tensor*> mine = moments_of(optimizer, p);
+    for (std::size_t i = 0; i < mine.size(); ++i)
+      kernels::copy_(*mine[i], shard_of(get("optimizer." + states[i] + "." + name, whole), spec, groups.tp->rank(), tp));
   }
-  optimizer.set_steps(all.steps());
+  optimizer.set_steps(steps);
   return state;
 }
 

@@ -1,7 +1,8 @@
-// Checkpoints of a grid-trained GPT in the one-process format (nn/transformer/checkpoint.h):
-// the whole model under the GPT's names, AdamW's moments, the iteration and the generators. So a
-// run saved under any dp x pp x cp x tp layout resumes on one process (train_gpt --resume) or on
-// any other layout, and a one-process checkpoint resumes on a grid.
+// Checkpoints of a grid-trained GPT in train_gpt's format (training_state.h, with
+// nn/transformer/checkpoint.h's metadata): the whole model under the GPT's names, AdamW's
+// moments as "optimizer.<state>.<name>", "optimizer.steps", the config, the iteration and the
+// generators. So a run saved under any dp x pp x cp x tp layout resumes on one process or under
+// data parallelism (train_gpt --resume) or on any other layout, and theirs resume on a grid.
 //
 // Saving gathers: each tensor-parallel group all-gathers its pieces of every parameter and of
 // its moments (re-joining the per-part slices, dropping the vocabulary's padding), and every
@@ -17,16 +18,16 @@
 
 namespace ringgrad::nn::parallel {
 
-/// Writes `stage` (this rank's piece) and `optimizer` (over the stage's parameters, made with
-/// weight_decay_groups) of the whole model `config` to `path` on rank 0. Every rank of the
-/// grid calls it. Throws std::runtime_error on rank 0 when the file cannot be written.
-void save_grid_checkpoint(const std::string& path, PipelineStage& stage, AdamW& optimizer, GridGroups& groups,
-                          const GPTConfig& config, const TrainState& state, double weight_decay, const AdamOptions& adam);
+/// Writes `stage` (this rank's piece) and `optimizer` (over the stage's parameters) of the
+/// whole model `config` to `path` on rank 0; returns once the file is complete. Every rank of
+/// the grid calls it (`world`: the communicator the grid was split from). Throws
+/// std::runtime_error on rank 0 when the file cannot be written.
+void save_grid_checkpoint(const std::string& path, PipelineStage& stage, Optimizer& optimizer, GridGroups& groups,
+                          collectives::Communicator& world, const GPTConfig& config, const TrainState& state);
 
-/// Loads `path` (written by either save function) into this rank's `stage` and `optimizer`
-/// (made as above, before any step) and returns the saved state. Throws what load_checkpoint
-/// throws (a foreign file, a different model), naming the path.
-TrainState load_grid_checkpoint(const std::string& path, PipelineStage& stage, AdamW& optimizer, GridGroups& groups,
-                                double weight_decay, const AdamOptions& adam);
+/// Loads `path` into this rank's `stage` and `optimizer` (over the stage's parameters, made
+/// before any step) and returns the saved state. Throws std::runtime_error for a file that is
+/// not a ringgrad GPT checkpoint, std::invalid_argument naming a missing or mis-shaped entry.
+TrainState load_grid_checkpoint(const std::string& path, PipelineStage& stage, Optimizer& optimizer, GridGroups& groups);
 
 }  // namespace ringgrad::nn::parallel

@@ -55,12 +55,13 @@ PipelineStepResult grid_step(PipelineStage& stage, GridGroups& groups, const Ten
                              int micro_batches, PipelineSchedule schedule) {
   const std::int64_t dp = groups.dp->world_size(), d = groups.dp->rank();
   if (idx.size(0) % dp != 0)
-    throw std::invalid_argument(fmt::format("grid_step on rank {} of dp: a batch of {} does not divide into {} "
-                                            "data-parallel replicas", d, idx.size(0), dp));
+    throw std::invalid_argument(fmt::format("grid_step on {}: a batch of {} does not divide into {} data-parallel "
+                                            "replicas", collectives::describe_rank(groups.dp->group()), idx.size(0), dp));
   const std::int64_t cp = groups.cp->world_size(), k = groups.cp->rank();
   if (idx.size(1) % cp != 0)
-    throw std::invalid_argument(fmt::format("grid_step on rank {} of cp: a sequence of {} does not divide into {} "
-                                            "context-parallel ranks", k, idx.size(1), cp));
+    throw std::invalid_argument(fmt::format("grid_step on {}: a sequence of {} does not divide into {} "
+                                            "context-parallel ranks", collectives::describe_rank(groups.cp->group()),
+                                            idx.size(1), cp));
   const std::int64_t rows = idx.size(0) / dp, t = idx.size(1) / cp;
   auto mine = [&](const Tensor& all) {
     return kernels::contiguous(kernels::narrow(kernels::narrow(all, 0, d * rows, rows), 1, k * t, t));

@@ -149,11 +149,12 @@ class Runner {
 
 void check_arguments(const PipelineStage& stage, const Communicator& group, const Tensor& idx, int micro_batches) {
   if (group.world_size() != stage.stages())
-    throw std::invalid_argument(fmt::format("pipeline_step on rank {}: the group has {} ranks for {} stages", group.rank(),
-                                            group.world_size(), stage.stages()));
+    throw std::invalid_argument(fmt::format("pipeline_step on {}: the group has {} ranks for {} stages",
+                                            collectives::describe_rank(group.group()), group.world_size(), stage.stages()));
   if (micro_batches < 1 || idx.size(0) % micro_batches != 0)
-    throw std::invalid_argument(fmt::format("pipeline_step on rank {}: {} micro-batches do not divide a batch of {}",
-                                            group.rank(), micro_batches, idx.size(0)));
+    throw std::invalid_argument(fmt::format("pipeline_step on {}: {} micro-batches do not divide a batch of {} (the "
+                                            "rows this pipeline trains on)", collectives::describe_rank(group.group()),
+                                            micro_batches, idx.size(0)));
 }
 
 }  // namespace

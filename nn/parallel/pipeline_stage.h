@@ -35,6 +35,8 @@ class PipelineStage : public Module {
   /// The token table this stage holds (first stage, and the last when tied), whole or this
   /// rank's rows; undefined elsewhere.
   Tensor& wte_weight() { return wte_weight_; }
+  /// Whether the stage's layers are the split ones (a tp group was given).
+  bool is_split() const { return tp_ != nullptr; }
   /// Whether the first and the last stage hold copies of wte that must be summed.
   bool tied_copies() const { return config_.tie_weights && stages_ > 1; }
 

@@ -1,7 +1,8 @@
 #!/bin/sh
 # train_gpt on a dp 1 x pp 2 x tp 2 grid of 4 real processes prints the training losses one
-# process prints (to the 4 decimals shown), on a small generated text; and a grid that does not
-# divide the world is refused with exit status 2, naming the numbers.
+# process prints (to the 4 decimals shown), on a small generated text; a checkpoint it saves
+# resumes on one process with that process's losses; and a grid that does not divide the world
+# is refused with exit status 2, naming the numbers.
 # Usage: train_gpt_grid_test.sh RINGGRAD_RUN TRAIN_GPT
 set -eu
 run=$1 train=$2
@@ -9,16 +10,24 @@ dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 i=0
 while [ $i -lt 400 ]; do echo "To be, or not to be, that is the question: $i"; i=$((i + 1)); done > "$dir/text.txt"
-flags="--data $dir/text.txt --config tiny --max_iters 21 --log_interval 5 --eval_interval 1000 --sample_tokens 0"
-"$train" $flags | sed -n 's/^iter *\([0-9]*\): loss \([0-9.]*\).*/\1 \2/p' > "$dir/one.txt"
-"$run" --nproc-per-node 4 "$train" $flags --tp 2 --pp 2 --micro_batches 2 |
-  sed -n 's/^\[rank 0\] iter *\([0-9]*\): loss \([0-9.]*\).*/\1 \2/p' > "$dir/grid.txt"
+base="--data $dir/text.txt --config tiny --log_interval 5"
+one="--eval_interval 1000 --sample_tokens 0"  # the one-process path evaluates and samples; the grid does not
+grid="--tp 2 --pp 2 --micro_batches 2"
+losses() { sed -n 's/^\(\[rank 0\] \)\{0,1\}iter *\([0-9]*\): loss \([0-9.]*\).*/\2 \3/p'; }
+"$train" $base $one --max_iters 21 | losses > "$dir/one.txt"
+"$run" --nproc-per-node 4 "$train" $base $grid --max_iters 21 | losses > "$dir/grid.txt"
 echo "one process:"; cat "$dir/one.txt"
 echo "pp 2 x tp 2:"; cat "$dir/grid.txt"
 test -s "$dir/one.txt"
 cmp "$dir/one.txt" "$dir/grid.txt"
+# Saved on the grid after iteration 10, resumed on one process: that process's losses from there.
+"$run" --nproc-per-node 4 "$train" $base $grid --max_iters 11 --out "$dir/ckpt.safetensors" > /dev/null
+"$train" $base $one --max_iters 21 --resume "$dir/ckpt.safetensors" | losses > "$dir/resumed.txt"
+echo "saved on the grid at 11, resumed on one process:"; cat "$dir/resumed.txt"
+test -s "$dir/resumed.txt"
+grep -E '^(15|20) ' "$dir/one.txt" | cmp - "$dir/resumed.txt"
 status=0
-"$run" --nproc-per-node 4 "$train" $flags --tp 3 > "$dir/bad.txt" 2>&1 || status=$?
+"$run" --nproc-per-node 4 "$train" $base --tp 3 > "$dir/bad.txt" 2>&1 || status=$?
 grep -q "tp 3 x --pp 1 x --cp 1 = 3 ranks per model replica does not divide the 4 ranks" "$dir/bad.txt"
 test $status -ne 0
 echo "passed"
