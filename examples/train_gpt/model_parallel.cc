@@ -5,6 +5,7 @@
 #include "examples/train_gpt/model_parallel.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include "collectives/communicator.h"
 #include "nn/data/char_dataset.h"
 #include "nn/optim.h"
+#include "nn/parallel/accelerator.h"
 #include "nn/parallel/grid_checkpoint.h"
 #include "nn/parallel/grid_training.h"
 #include "nn/transformer/train_step.h"
@@ -89,6 +91,15 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
     const double median = step_ms[step_ms.size() / 2];
     fmt::print("trained {} iterations: median step {:.2f} ms, {:.0f} tokens/s\n", step_ms.size(), median,
                tokens_per_iter / median * 1e3);
+  }
+  // Each rank's peak resident memory (its piece of the model, its moments, its activations).
+  double peak = peak_memory_mib(kCPU);
+  std::vector<double> peaks(static_cast<std::size_t>(world.world_size()));
+  world.all_gather(collectives::buffer(std::span<const double>(&peak, 1)), collectives::buffer(std::span<double>(peaks)));
+  if (lead && !step_ms.empty()) {
+    std::vector<std::string> by_rank;
+    for (double m : peaks) by_rank.push_back(fmt::format("{:.0f}", m));
+    fmt::print("peak RSS by rank (MiB): {}\n", fmt::join(by_rank, ", "));
   }
   if (!mp.out.empty()) {
     state.iter = it;
