@@ -39,7 +39,7 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
   manual_seed(cfg.seed);  // the weights one process would draw; each rank keeps its piece
   PipelineStage stage = [&] {
     const nn::GPT whole(cfg.model);
-    return make_stage(whole, groups);
+    return make_stage(whole, groups, mp.sp);
   }();
   const nn::AdamOptions adam{cfg.lr, cfg.beta1, cfg.beta2, 1e-8};
   nn::AdamW optimizer(nn::weight_decay_groups(stage, cfg.weight_decay), adam);

@@ -11,6 +11,7 @@ namespace ringgrad::examples {
 
 struct ModelParallelOptions {
   int tp = 1, pp = 1, cp = 1;
+  bool sp = false;  // sequence parallelism inside the tp groups
   int micro_batches = 1;         // per data-parallel replica and step
   std::string schedule = "1f1b";  // or afab
   std::string log, out, resume;  // JSON lines; checkpoint written at the end; checkpoint to continue

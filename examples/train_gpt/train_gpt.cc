@@ -346,10 +346,15 @@ int main(int argc, char** argv) {
   app.add_option(flag("pp"), mp.pp, "Pipeline stages per model replica (n_layer / pp blocks each)")->check(ranks);
   app.add_option(flag("cp"), mp.cp, "Context-parallel ranks per model replica (the sequence split, ring attention)")
       ->check(ranks);
+  app.add_flag(flag("sp"), mp.sp, "With --tp: sequence parallelism (T/tp positions per rank between the layers)");
   app.add_option(flag("micro_batches"), mp.micro_batches, "With --pp: micro-batches per replica and step")->check(ranks);
   app.add_option(flag("pp_schedule"), mp.schedule, "With --pp: afab (GPipe) or 1f1b")->check(CLI::IsMember({"afab", "1f1b"}));
   add_config_flags(app, cfg);
   CLI11_PARSE(app, argc, argv);
+  if (mp.sp && mp.tp < 2) {
+    fmt::print(stderr, "train_gpt: --sp splits the sequence inside the tensor-parallel groups: it needs --tp 2 or more\n");
+    return 2;
+  }
   if (mp.pp == 1 && (app.count("--micro_batches") > 0 || app.count("--pp_schedule") > 0)) {
     fmt::print(stderr, "train_gpt: --micro_batches and --pp_schedule need --pp 2 or more (data parallelism splits "
                        "batches with --accumulation)\n");

@@ -29,10 +29,10 @@ GridGroups GridGroups::make(collectives::Communicator& world, int dp, int pp, in
   return g;
 }
 
-PipelineStage make_stage(const GPT& full, GridGroups& groups) {
+PipelineStage make_stage(const GPT& full, GridGroups& groups, bool sequence_parallel) {
   const bool split = groups.tp->world_size() > 1 || groups.cp->world_size() > 1;  // ring attention lives in the split blocks
   return PipelineStage(full, groups.pp->rank(), groups.pp->world_size(), split ? groups.tp.get() : nullptr,
-                       groups.cp->world_size() > 1 ? groups.cp.get() : nullptr);
+                       groups.cp->world_size() > 1 ? groups.cp.get() : nullptr, sequence_parallel);
 }
 
 namespace {
@@ -67,6 +67,7 @@ PipelineStepResult grid_step(PipelineStage& stage, GridGroups& groups, const Ten
     return kernels::contiguous(kernels::narrow(kernels::narrow(all, 0, d * rows, rows), 1, k * t, t));
   };
   PipelineStepResult result = pipeline_step(stage, *groups.pp, mine(idx), mine(targets), micro_batches, schedule);
+  stage.sum_sequence_parallel_grads();
   average(stage, *groups.cp, result.loss);
   average(stage, *groups.dp, result.loss);
   return result;

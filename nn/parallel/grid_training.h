@@ -33,7 +33,8 @@ struct GridGroups {
 
 /// The stage of `full` this rank holds: stage = its pp coordinate, split over its tp group
 /// when tp > 1, on its cp group's share of each sequence when cp > 1.
-PipelineStage make_stage(const GPT& full, GridGroups& groups);
+/// With sequence_parallel (and tp > 1) the stage keeps T/p positions between its layers.
+PipelineStage make_stage(const GPT& full, GridGroups& groups, bool sequence_parallel = false);
 
 /// One step's forward and backward on the global batch idx/targets [B, T] (the same on every
 /// rank): replica d takes rows [d B/dp, (d+1) B/dp) and cp rank k positions [k T/cp, (k+1)

@@ -37,7 +37,7 @@ class Runner {
     result_.start_s = now();
     const GPTConfig& c = stage.config();
     mb_ = idx.size(0) / micro_batches;
-    activation_shape_ = {mb_, idx.size(1), c.n_embd};
+    activation_shape_ = {mb_, stage.activation_length(idx.size(1)), c.n_embd};
     dtype_ = c.dtype;
   }
 

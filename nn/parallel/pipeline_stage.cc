@@ -10,6 +10,7 @@
 #include "autograd/linear.h"
 #include "autograd/ops.h"
 #include "autograd/transformer_ops.h"
+#include "nn/parallel/tensor_buffer.h"
 #include "nn/parallel/tensor_parallel_gpt.h"
 #include "nn/parallel/tensor_parallel_linear.h"
 #include "nn/parallel/tensor_parallel_ops.h"
@@ -19,8 +20,9 @@
 namespace ringgrad::nn::parallel {
 
 PipelineStage::PipelineStage(const GPT& full, int stage, int stages, collectives::Communicator* tp,
-                             collectives::Communicator* cp)
-    : config_(full.config()), stage_(stage), stages_(stages), tp_(tp), cp_(cp) {
+                             collectives::Communicator* cp, bool sequence_parallel)
+    : config_(full.config()), stage_(stage), stages_(stages), tp_(tp), cp_(cp),
+      sequence_parallel_(sequence_parallel && tp != nullptr && tp->world_size() > 1) {
   const std::int64_t layers = config_.n_layer;
   if (stages < 1 || stage < 0 || stage >= stages || layers % stages != 0)
     throw std::invalid_argument(fmt::format("PipelineStage {} of {}: n_layer {} does not divide into {} stages", stage,
@@ -73,21 +75,46 @@ PipelineStage::PipelineStage(const GPT& full, int stage, int stages, collectives
   for (auto& [name, t] : named_parameters())
     if (tp == nullptr || shard_spec(name).dim < 0) plain[name] = whole.at(name);
   load_state_dict(plain, /*strict=*/false);
+  if (!sequence_parallel_) return;
+  if (auto e = std::dynamic_pointer_cast<VocabParallelEmbedding>(wte)) e->sequence_parallel = true;
+  if (auto head = std::dynamic_pointer_cast<ColumnParallelLinear>(lm_head)) head->sequence_parallel = true;
+  for (auto& m : h) {
+    auto& block = dynamic_cast<TensorParallelBlock&>(*m);
+    block.attn->c_attn->sequence_parallel = block.attn->c_proj->sequence_parallel = true;
+    block.mlp->c_fc->sequence_parallel = block.mlp->c_proj->sequence_parallel = true;
+  }
+}
+
+void PipelineStage::sum_sequence_parallel_grads() {
+  if (!sequence_parallel_) return;
+  for (auto& [name, p] : named_parameters()) {
+    if (shard_spec(name).dim >= 0) continue;
+    if (!p.grad().defined()) p.set_grad(Tensor::zeros(p.shape(), p.dtype(), p.device()));
+    const Tensor g = p.grad();
+    tp_->all_reduce(as_buffer(g), as_buffer(g), collectives::ReduceOp::SUM);
+  }
 }
 
 Tensor PipelineStage::forward(const Tensor& input) {
   Tensor x = input;
   if (is_first()) {
-    // Under context parallelism this rank holds positions [r t, (r+1) t) of the sequence.
-    const std::int64_t t = input.size(1), first = cp_ != nullptr ? cp_->rank() * t : 0;
-    const Tensor pos = kernels::contiguous(kernels::narrow(Tensor::arange(first + t), 0, first, t)).to(input.device());
+    // Under context parallelism this rank holds positions [r t, (r+1) t) of the sequence; under
+    // sequence parallelism, tp rank q the q-th T/p of those after the embedding.
+    const std::int64_t t = input.size(1), len = activation_length(t);
+    if (sequence_parallel_ && t % tp_->world_size() != 0)
+      throw std::invalid_argument(fmt::format("PipelineStage on {}: sequence parallelism needs the {} positions to divide "
+                                              "into {} tensor-parallel ranks", collectives::describe_rank(tp_->group()),
+                                              t, tp_->world_size()));
+    const std::int64_t first = (cp_ != nullptr ? cp_->rank() * t : 0) + (sequence_parallel_ ? tp_->rank() * len : 0);
+    const Tensor pos = kernels::contiguous(kernels::narrow(Tensor::arange(first + len), 0, first, len)).to(input.device());
     x = dropout((*wte)(input) + (*wpe)(pos), config_.dropout, is_training());
   }
   for (auto& block : h) x = (*block)(x);
   if (!is_last()) return x;
   x = (*ln_f)(x);
   if (lm_head) return (*lm_head)(x);  // untied; column-parallel over the vocabulary under TP
-  return linear(tp_ != nullptr ? copy_to_group(x, *tp_) : x, wte_weight_);  // [b, T, V] or [b, T, V'/p]
+  if (tp_ == nullptr) return linear(x, wte_weight_);  // [b, T, V]
+  return linear(sequence_parallel_ ? gather_sequence(x, *tp_) : copy_to_group(x, *tp_), wte_weight_);  // [b, T, V'/p]
 }
 
 Tensor PipelineStage::loss(const Tensor& logits, const Tensor& targets) {

@@ -27,7 +27,7 @@ class PipelineStage : public Module {
   /// its cp rank, attention by ring attention. Throws std::invalid_argument when n_layer does
   /// not divide by stages, or what TensorParallelGPT throws, naming the numbers.
   PipelineStage(const GPT& full, int stage, int stages, collectives::Communicator* tp = nullptr,
-                collectives::Communicator* cp = nullptr);
+                collectives::Communicator* cp = nullptr, bool sequence_parallel = false);
   Tensor forward(const Tensor& x) override;
   /// The last stage's loss: mean cross-entropy of its output against targets [b, T] (with TP
   /// vocabulary-parallel, from this rank's slice of the logits).
@@ -37,6 +37,14 @@ class PipelineStage : public Module {
   Tensor& wte_weight() { return wte_weight_; }
   /// Whether the stage's layers are the split ones (a tp group was given).
   bool is_split() const { return tp_ != nullptr; }
+  /// Sequence parallelism (with a tp group): between the layers, and between the stages, each
+  /// tp rank holds T/p of the positions of its (context-parallel) share of the sequence.
+  bool sequence_parallel() const { return sequence_parallel_; }
+  /// The positions an activation between stages holds, for input sequences of t positions.
+  std::int64_t activation_length(std::int64_t t) const { return sequence_parallel_ ? t / tp_->world_size() : t; }
+  /// Sequence parallelism: sums the replicated parameters' gradients over the tp group (each
+  /// rank saw T/p of the positions). Call after backward; every rank of the group calls it.
+  void sum_sequence_parallel_grads();
   /// Whether the first and the last stage hold copies of wte that must be summed.
   bool tied_copies() const { return config_.tie_weights && stages_ > 1; }
 
@@ -57,6 +65,7 @@ class PipelineStage : public Module {
   int stage_, stages_;
   collectives::Communicator* tp_;
   collectives::Communicator* cp_;
+  bool sequence_parallel_;
   Tensor wte_weight_;
 };
 

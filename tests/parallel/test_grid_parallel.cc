@@ -33,7 +33,8 @@ using ringgrad::test::run_ranks;
 
 namespace {
 
-void grid_equals_one_process(int dp, int pp, int tp, PipelineSchedule schedule, bool tied = true, int cp = 1) {
+void grid_equals_one_process(int dp, int pp, int tp, PipelineSchedule schedule, bool tied = true, int cp = 1,
+                             bool sp = false) {
   const auto results = run_ranks(dp * pp * tp * cp, [&](const transport::Config& config) {
     Communicator world(config, collectives::CommOptions{});
     GridGroups groups = GridGroups::make(world, dp, pp, tp, cp);
@@ -47,7 +48,7 @@ void grid_equals_one_process(int dp, int pp, int tp, PipelineSchedule schedule, 
     c.tie_weights = tied;
     manual_seed(21);
     GPT whole(c);
-    PipelineStage stage = make_stage(whole, groups);
+    PipelineStage stage = make_stage(whole, groups, sp);
     AdamW serial(weight_decay_groups(whole, 0.1), AdamOptions{0.01, 0.9, 0.95, 1e-8});
     AdamW mine(weight_decay_groups(stage, 0.1), AdamOptions{0.01, 0.9, 0.95, 1e-8});
     Generator gen(31);
@@ -76,7 +77,8 @@ void grid_equals_one_process(int dp, int pp, int tp, PipelineSchedule schedule, 
       check(d < 1e-12, fmt::format("rank {}: {} differs from one process's by {}", world.rank(), name, d));
     }
   });
-  INFO(fmt::format("dp {} x pp {} x cp {} x tp {}, {}: {}", dp, pp, cp, tp, tied ? "tied" : "untied", describe(results)));
+  INFO(fmt::format("dp {} x pp {} x cp {} x tp {}{}, {}: {}", dp, pp, cp, tp, sp ? " (sp)" : "", tied ? "tied" : "untied",
+                   describe(results)));
   for (const auto& r : results) CHECK(r.ok());
 }
 
@@ -108,6 +110,12 @@ TEST_CASE("grid: context parallel (ring attention) cp 2 alone, cp 2 x tp 2 and d
 
 TEST_CASE("grid: pp 2 x cp 2 on 4 ranks trains what one process trains") {
   grid_equals_one_process(1, 2, 1, PipelineSchedule::kOneForwardOneBackward, true, 2);
+}
+
+TEST_CASE("grid: sequence parallel inside tp 2, pp 2 x tp 2 and cp 2 x tp 2 trains what one process trains") {
+  grid_equals_one_process(1, 1, 2, PipelineSchedule::kOneForwardOneBackward, true, 1, true);
+  grid_equals_one_process(1, 2, 2, PipelineSchedule::kOneForwardOneBackward, false, 1, true);
+  grid_equals_one_process(1, 1, 2, PipelineSchedule::kOneForwardOneBackward, false, 2, true);
 }
 
 TEST_CASE("grid: a layout that does not cover the world is refused on every rank, naming the numbers") {
