@@ -13,6 +13,7 @@
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "collectives/communicator.h"
+#include "examples/distributed/compare.h"
 #include "nn/linear.h"
 #include "nn/optim.h"
 #include "nn/parallel/tensor_parallel_linear.h"
@@ -20,19 +21,9 @@
 #include "tensor/view.h"
 
 using namespace ringgrad;
+using compare::max_abs_diff;
 using nn::parallel::ColumnParallelLinear;
 using nn::parallel::RowParallelLinear;
-
-namespace {
-
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  const auto x = kernels::contiguous(a.detach()).to_vector<double>(), y = kernels::contiguous(b.detach()).to_vector<double>();
-  double m = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
-}
-
-}  // namespace
 
 int main() {
   collectives::Communicator tp(transport::Config::from_env());

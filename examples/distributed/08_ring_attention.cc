@@ -13,22 +13,13 @@
 #include "autograd/ops.h"
 #include "autograd/transformer_ops.h"
 #include "collectives/communicator.h"
+#include "examples/distributed/compare.h"
 #include "nn/parallel/ring_attention.h"
 #include "tensor/random.h"
 #include "tensor/view.h"
 
 using namespace ringgrad;
-
-namespace {
-
-double max_abs_diff(const Tensor& a, const Tensor& b) {
-  const auto x = kernels::contiguous(a.detach()).to_vector<double>(), y = kernels::contiguous(b.detach()).to_vector<double>();
-  double m = 0;
-  for (std::size_t i = 0; i < x.size(); ++i) m = std::max(m, std::abs(x[i] - y[i]));
-  return m;
-}
-
-}  // namespace
+using compare::max_abs_diff;
 
 int main() {
   collectives::Communicator cp(transport::Config::from_env());

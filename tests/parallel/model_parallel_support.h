@@ -1,17 +1,59 @@
-// What the model-parallel tests compare with: the largest difference of two tensors, and the
-// piece of a whole GPT parameter a rank of a tensor-parallel group should hold, written out
-// from docs/model_parallel.md's layout (not taken from the library under test).
+// What the model-parallel tests share: a small float64 GPT, random token batches, one process's
+// training step (the reference every layout is held to), the largest difference of two
+// tensors, and the piece of a whole GPT parameter a rank of a tensor-parallel group should
+// hold, written out from docs/model_parallel.md's layout (not taken from the library under test).
 #pragma once
 
 #include <cmath>
 #include <string>
 #include <vector>
 
+#include "autograd/engine.h"
+#include "autograd/ops.h"
 #include "collectives/communicator.h"
+#include "nn/optim.h"
+#include "nn/transformer/gpt.h"
+#include "tensor/random.h"
 #include "tensor/tensor.h"
 #include "tensor/view.h"
 
 namespace ringgrad::test {
+
+/// A float64 GPT of `layers` blocks, `heads` heads, C `channels`, T 8, V `vocab`.
+inline nn::GPTConfig small_gpt(std::int64_t layers, std::int64_t heads, std::int64_t channels, std::int64_t vocab,
+                               bool tied = true) {
+  nn::GPTConfig c;
+  c.n_layer = layers;
+  c.n_head = heads;
+  c.n_embd = channels;
+  c.block_size = 8;
+  c.vocab_size = vocab;
+  c.tie_weights = tied;
+  c.dtype = DType::Float64;
+  return c;
+}
+
+/// Inputs and next-token targets [rows, 8], ids below `vocab`, drawn from `gen`.
+inline std::pair<Tensor, Tensor> random_batch(Generator& gen, std::int64_t rows, std::int64_t vocab) {
+  std::vector<std::int64_t> x(static_cast<std::size_t>(rows * 8)), y(x.size());
+  for (auto& v : x) v = static_cast<std::int64_t>(gen.next_below(static_cast<std::uint64_t>(vocab)));
+  for (auto& v : y) v = static_cast<std::int64_t>(gen.next_below(static_cast<std::uint64_t>(vocab)));
+  return {Tensor::from_vector(x, {rows, 8}), Tensor::from_vector(y, {rows, 8})};
+}
+
+/// One process's step on the whole batch: loss, backward, AdamW; returns the loss (the
+/// gradients stay in the model).
+inline double one_process_step(nn::GPT& model, nn::AdamW& optimizer, const Tensor& x, const Tensor& y) {
+  const std::int64_t rows = x.numel(), vocab = model.config().vocab_size;
+  const Tensor loss = cross_entropy(reshape(model(x), {rows, vocab}), reshape(y, {rows}));
+  model.zero_grad();
+  backward(loss);
+  optimizer.step();
+  return loss.item<double>();
+}
+
+/// The AdamW both sides of every comparison use.
+inline const nn::AdamOptions kTestAdam{0.01, 0.9, 0.95, 1e-8};
 
 inline double max_abs_diff(const Tensor& a, const Tensor& b) {
   const auto x = kernels::contiguous(a.detach()).to_vector<double>(), y = kernels::contiguous(b.detach()).to_vector<double>();

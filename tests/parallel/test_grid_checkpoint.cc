@@ -32,27 +32,14 @@ using ringgrad::test::run_ranks;
 namespace {
 
 constexpr double kDecay = 0.1;
-const AdamOptions kAdam{0.01, 0.9, 0.95, 1e-8};
+const AdamOptions& kAdam = ringgrad::test::kTestAdam;
 
-GPTConfig config() {
-  GPTConfig c;
-  c.n_layer = 2;
-  c.n_head = 2;
-  c.n_embd = 8;
-  c.block_size = 8;
-  c.vocab_size = 11;
-  c.tie_weights = false;
-  c.dtype = DType::Float64;
-  return c;
-}
+GPTConfig config() { return ringgrad::test::small_gpt(2, 2, 8, 11, /*tied=*/false); }
 
 // Batch `i` of the run, the same on every rank.
 std::pair<Tensor, Tensor> batch(int i) {
   Generator gen(100 + static_cast<std::uint64_t>(i));
-  std::vector<std::int64_t> x(4 * 8), y(4 * 8);
-  for (auto& v : x) v = static_cast<std::int64_t>(gen.next_below(11));
-  for (auto& v : y) v = static_cast<std::int64_t>(gen.next_below(11));
-  return {Tensor::from_vector(x, {4, 8}), Tensor::from_vector(y, {4, 8})};
+  return ringgrad::test::random_batch(gen, 4, 11);
 }
 
 }  // namespace
@@ -68,11 +55,7 @@ TEST_CASE("grid checkpoint: saved under dp 2 x tp 2, resumed on one process, dp 
     double third_loss = 0;
     for (int i = 0; i < 3; ++i) {
       auto [x, y] = batch(i);
-      const Tensor loss = cross_entropy(reshape(one(x), {32, 11}), reshape(y, {32}));
-      one.zero_grad();
-      backward(loss);
-      one_opt.step();
-      third_loss = loss.item<double>();
+      third_loss = ringgrad::test::one_process_step(one, one_opt, x, y);
     }
     std::map<std::string, Tensor> after;
     for (auto& [name, t] : one.named_parameters()) after[name] = t;

@@ -38,37 +38,23 @@ void grid_equals_one_process(int dp, int pp, int tp, PipelineSchedule schedule, 
   const auto results = run_ranks(dp * pp * tp * cp, [&](const transport::Config& config) {
     Communicator world(config, collectives::CommOptions{});
     GridGroups groups = GridGroups::make(world, dp, pp, tp, cp);
-    GPTConfig c;
-    c.n_layer = 4;
-    c.n_head = 4;
-    c.n_embd = 16;
-    c.block_size = 8;
-    c.vocab_size = 13;
-    c.dtype = DType::Float64;
-    c.tie_weights = tied;
     manual_seed(21);
-    GPT whole(c);
+    GPT whole(ringgrad::test::small_gpt(4, 4, 16, 13, tied));
     PipelineStage stage = make_stage(whole, groups, sp);
-    AdamW serial(weight_decay_groups(whole, 0.1), AdamOptions{0.01, 0.9, 0.95, 1e-8});
-    AdamW mine(weight_decay_groups(stage, 0.1), AdamOptions{0.01, 0.9, 0.95, 1e-8});
+    AdamW serial(weight_decay_groups(whole, 0.1), ringgrad::test::kTestAdam);
+    AdamW mine(weight_decay_groups(stage, 0.1), ringgrad::test::kTestAdam);
     Generator gen(31);
     for (int step = 0; step < 3; ++step) {
-      std::vector<std::int64_t> ids(8 * 8), next(8 * 8);
-      for (auto& id : ids) id = static_cast<std::int64_t>(gen.next_below(13));
-      for (auto& id : next) id = static_cast<std::int64_t>(gen.next_below(13));
-      const Tensor x = Tensor::from_vector(ids, {8, 8}), y = Tensor::from_vector(next, {8, 8});
-      const Tensor loss = cross_entropy(reshape(whole(x), {64, 13}), reshape(y, {64}));
-      whole.zero_grad();
-      backward(loss);
-      serial.step();
+      const auto [x, y] = ringgrad::test::random_batch(gen, 8, 13);
+      const double expected_loss = ringgrad::test::one_process_step(whole, serial, x, y);
       stage.zero_grad();
       const double got = grid_step(stage, groups, x, y, 2, schedule).loss;
       const double norm = grid_grad_norm(stage, groups), whole_norm = std::sqrt(grad_norm_squared(whole.parameters()));
       check(std::abs(norm - whole_norm) < 1e-12,
             fmt::format("rank {} step {}: gradient norm {} vs one process {}", world.rank(), step, norm, whole_norm));
       mine.step();
-      check(std::abs(got - loss.item<double>()) < 1e-12,
-            fmt::format("rank {} step {}: loss {} vs one process {}", world.rank(), step, got, loss.item<double>()));
+      check(std::abs(got - expected_loss) < 1e-12,
+            fmt::format("rank {} step {}: loss {} vs one process {}", world.rank(), step, got, expected_loss));
     }
     std::map<std::string, Tensor> expected;
     for (auto& [name, t] : whole.named_parameters()) expected[name] = t;

@@ -34,16 +34,7 @@ namespace {
 
 constexpr double kTol = 1e-12;
 
-GPTConfig small_config() {
-  GPTConfig c;
-  c.n_layer = 6;
-  c.n_head = 2;
-  c.n_embd = 8;
-  c.block_size = 8;
-  c.vocab_size = 11;
-  c.dtype = DType::Float64;
-  return c;
-}
+GPTConfig small_config() { return ringgrad::test::small_gpt(6, 2, 8, 11); }
 
 
 void pipeline_equals_one_process(int stages, int micro_batches, PipelineSchedule schedule) {
@@ -52,23 +43,17 @@ void pipeline_equals_one_process(int stages, int micro_batches, PipelineSchedule
     manual_seed(3);
     GPT whole(small_config());
     PipelineStage stage(whole, group.rank(), stages);
-    AdamW serial(weight_decay_groups(whole, 0.1), AdamOptions{0.01, 0.9, 0.95, 1e-8});
-    AdamW mine(weight_decay_groups(stage, 0.1), AdamOptions{0.01, 0.9, 0.95, 1e-8});
+    AdamW serial(weight_decay_groups(whole, 0.1), ringgrad::test::kTestAdam);
+    AdamW mine(weight_decay_groups(stage, 0.1), ringgrad::test::kTestAdam);
     Generator gen(23);
     for (int step = 0; step < 3; ++step) {
-      std::vector<std::int64_t> ids(4 * 8), next(4 * 8);
-      for (auto& id : ids) id = static_cast<std::int64_t>(gen.next_below(11));
-      for (auto& id : next) id = static_cast<std::int64_t>(gen.next_below(11));
-      const Tensor x = Tensor::from_vector(ids, {4, 8}), y = Tensor::from_vector(next, {4, 8});
-      const Tensor loss = cross_entropy(reshape(whole(x), {32, 11}), reshape(y, {32}));
-      whole.zero_grad();
-      backward(loss);
-      serial.step();
+      const auto [x, y] = ringgrad::test::random_batch(gen, 4, 11);
+      const double expected_loss = ringgrad::test::one_process_step(whole, serial, x, y);
       stage.zero_grad();
       const PipelineStepResult r = pipeline_step(stage, group, x, y, micro_batches, schedule);
       mine.step();
-      check(std::abs(r.loss - loss.item<double>()) < kTol,
-            fmt::format("stage {} step {}: loss {} vs one process {}", group.rank(), step, r.loss, loss.item<double>()));
+      check(std::abs(r.loss - expected_loss) < kTol,
+            fmt::format("stage {} step {}: loss {} vs one process {}", group.rank(), step, r.loss, expected_loss));
       const std::size_t held = schedule == PipelineSchedule::kAllForwardAllBackward
                                    ? static_cast<std::size_t>(micro_batches)
                                    : static_cast<std::size_t>(std::min(stages - group.rank(), micro_batches));
