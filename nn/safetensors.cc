@@ -5,7 +5,11 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <unistd.h>
+
 #include <bit>
+#include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
@@ -48,17 +52,25 @@ void save_safetensors(const std::string& path, const StateDict& tensors,
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // align the data to 8 bytes, as the reference writer does
 
-  std::ofstream out(path, std::ios::binary);
-  if (!out) throw std::runtime_error("save_safetensors: cannot open " + path + " for writing");
+  // Into a temporary file first: a crash mid-write must not cost the previous checkpoint.
+  const std::string tmp = fmt::format("{}.tmp.{}", path, ::getpid());
+  std::FILE* out = std::fopen(tmp.c_str(), "wb");
+  if (out == nullptr) throw std::runtime_error("save_safetensors: cannot open " + tmp + " for writing (beside " + path + ")");
+  auto put = [&](const void* data, std::size_t bytes) { return std::fwrite(data, 1, bytes, out) == bytes; };
   const std::uint64_t length = text.size();
-  out.write(reinterpret_cast<const char*>(&length), sizeof length);
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
+  bool ok = put(&length, sizeof length) && put(text.data(), text.size());
   for (const auto& [name, t] : tensors) {
+    if (!ok) break;
     const Tensor c = kernels::contiguous(t.cpu());  // raw_data() of a GPU tensor is a device pointer
-    out.write(static_cast<const char*>(c.raw_data()),
-              static_cast<std::streamsize>(static_cast<std::size_t>(c.numel()) * dtype_size(c.dtype())));
+    ok = put(c.raw_data(), static_cast<std::size_t>(c.numel()) * dtype_size(c.dtype()));
   }
-  if (!out) throw std::runtime_error("save_safetensors: write to " + path + " failed");
+  // On disk before the rename makes it the checkpoint.
+  ok = ok && std::fflush(out) == 0 && ::fsync(::fileno(out)) == 0;
+  ok = std::fclose(out) == 0 && ok;
+  if (!ok || std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    throw std::runtime_error("save_safetensors: write to " + path + " failed: " + std::strerror(errno));
+  }
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {

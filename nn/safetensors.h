@@ -12,8 +12,10 @@
 namespace ringgrad::nn {
 
 /// Writes `tensors` (any layout, any device: GPU tensors are copied to the CPU; saved
-/// contiguous) and string `metadata` to `path`.
-/// Throws std::runtime_error naming the path when the file cannot be written.
+/// contiguous) and string `metadata` to `path`, atomically: into a temporary file beside it,
+/// flushed to disk (fsync), then renamed over `path`, so a crash mid-write leaves the previous
+/// file whole. Throws std::runtime_error naming the path when the file cannot be written (the
+/// temporary is removed).
 void save_safetensors(const std::string& path, const StateDict& tensors,
                       const std::map<std::string, std::string>& metadata = {});
 

@@ -75,6 +75,11 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
     optimizer.step();
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     step_ms.push_back(ms);
+    if (!mp.out.empty() && mp.save_every > 0 && (it + 1) % mp.save_every == 0) {
+      state.iter = it + 1;
+      state.dropout_gen = default_generator();
+      save_grid_checkpoint(mp.out, stage, optimizer, groups, world, cfg.model, state);
+    }
     if (lead && it % cfg.log_interval == 0) {
       fmt::print("iter {:5d}: loss {:.4f}, grad norm {:.3f}, {:.1f} ms/iter, {:.0f} tokens/s\n", it, r.loss, norm, ms,
                  tokens_per_iter / ms * 1e3);

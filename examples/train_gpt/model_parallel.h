@@ -15,6 +15,7 @@ struct ModelParallelOptions {
   int micro_batches = 1;         // per data-parallel replica and step
   std::string schedule = "1f1b";  // or afab
   std::string log, out, resume;  // JSON lines; checkpoint written at the end; checkpoint to continue
+  std::int64_t save_every = 0;    // also write `out` every this many iterations
 };
 
 /// Trains cfg on the text at `data` up to cfg.max_iters iterations, printing the grid, then the

@@ -62,7 +62,16 @@ double flops_per_token(const nn::GPT& model, std::int64_t n_params) {
 struct Paths {
   std::string data = "../shared/data/tinyshakespeare.txt";
   std::string log, out, resume;
+  std::int64_t save_every = 0;  // also write --out every this many iterations (0: at evaluations only)
 };
+
+// --resume auto: the --out checkpoint when one is there (the run was restarted), else a fresh
+// start. Checkpoints are written atomically, so one that is there is whole.
+std::string resume_path(const Paths& paths) {
+  if (paths.resume != "auto") return paths.resume;
+  if (paths.out.empty()) throw std::invalid_argument("--resume auto continues from --out: give --out too");
+  return std::ifstream(paths.out).good() ? paths.out : "";
+}
 
 struct Sampling {
   std::int64_t tokens = 500;
@@ -145,14 +154,16 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
   // Every rank draws the same global batch and trains on its own rows of it: N ranks take the
   // steps one process would take on the whole batch.
   nn::TrainState state{0, Generator(cfg.seed + 1), default_generator()};
-  if (!paths.resume.empty()) {
-    state = nn::checkpoint_state(acc.load(*dp, paths.resume), paths.resume);
+  const std::string resume = resume_path(paths);
+  if (paths.resume == "auto" && resume.empty()) acc.print("--resume auto: no checkpoint at {} yet, starting fresh\n", paths.out);
+  if (!resume.empty()) {
+    state = nn::checkpoint_state(acc.load(*dp, resume), resume);
     default_generator() = state.dropout_gen;
-    acc.print("resumed from {} at iter {}\n", paths.resume, state.iter);
+    acc.print("resumed from {} at iter {}\n", resume, state.iter);
   }
   std::ofstream log;
   if (!paths.log.empty() && acc.is_main_process()) {
-    log.open(paths.log, paths.resume.empty() ? std::ios::trunc : std::ios::app);
+    log.open(paths.log, resume.empty() ? std::ios::trunc : std::ios::app);
   }
   auto write_log = [&](const nlohmann::json& j) {
     if (log) log << j.dump() << std::endl;
@@ -226,6 +237,7 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
     train_seconds += ms / 1e3;
     step_ms.push_back(ms);
     comm_wait_seconds += dp->stats().wait_seconds - wait0;
+    if (paths.save_every > 0 && (it + 1) % paths.save_every == 0) save(it + 1);  // the next iteration to run
 
     if (it % cfg.log_interval == 0) {
       const double loss = acc.mean(loss_sum);
@@ -316,7 +328,11 @@ int main(int argc, char** argv) {
   app.add_option(flag("data"), paths.data, "Text corpus: first 90% train, last 10% validation");
   app.add_option(flag("log"), paths.log, "Write JSON lines here (appended to on --resume)");
   app.add_option(flag("out"), paths.out, "Checkpoint (.safetensors), written at each evaluation and at the end");
-  app.add_option(flag("resume"), paths.resume, "Continue from this checkpoint (model, optimizer, iteration, RNG)");
+  app.add_option(flag("resume"), paths.resume,
+                 "Continue from this checkpoint (model, optimizer, iteration, RNG); auto: from --out if it is there, "
+                 "else start fresh (for ringgrad-run --max-restarts)");
+  app.add_option(flag("save_every"), paths.save_every, "Also write --out every this many iterations")
+      ->check(CLI::NonNegativeNumber);
   app.add_option(flag("threads"), threads, "BLAS threads per process")->check(CLI::PositiveNumber);
   Distributed dist;
   app.add_option(flag("strategy"), dist.strategy, "Data parallelism: ddp-naive, ddp, zero1, zero2, fsdp")
@@ -374,7 +390,13 @@ int main(int argc, char** argv) {
     }
     mp.log = paths.log;
     mp.out = paths.out;
-    mp.resume = paths.resume;
+    mp.save_every = paths.save_every;
+    try {
+      mp.resume = resume_path(paths);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "train_gpt: {}\n", e.what());
+      return 2;
+    }
     set_num_threads(threads);
     try {
       return examples::train_model_parallel(cfg, paths.data, mp);

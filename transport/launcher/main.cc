@@ -43,6 +43,7 @@ int main(int argc, char** argv) {
   std::string master_addr = "127.0.0.1";
   int master_port = 0;
   double grace_s = 5;
+  int max_restarts = 0;
   std::string cpu_bind = "none";
   std::vector<std::string> command;
   app.add_option("--nproc-per-node,--nproc_per_node", nproc_per_node, "ranks on this node")->check(CLI::Range(1, 4096));
@@ -57,6 +58,10 @@ int main(int argc, char** argv) {
                  "2), when there are at least as many CPUs as ranks, else nothing is bound (and a note says so)")
       ->check(CLI::IsMember({"cores", "none"}));
   app.add_option("--grace", grace_s, "seconds between SIGTERM and SIGKILL when stopping the ranks (at most a day)");
+  app.add_option("--max-restarts,--max_restarts", max_restarts,
+                 "when a rank fails, stop all and start all again (a fresh rendezvous), at most this many times; "
+                 "each start sees RINGGRAD_RESTART_COUNT (torchrun's TORCHELASTIC_RESTART_COUNT too)")
+      ->check(CLI::Range(0, 1000));
   app.prefix_command();  // the first positional argument is the program: it and all after it are its own
   app.footer("After the options: the program and its arguments (an optional -- may separate them).");
   CLI11_PARSE(app, argc, argv);
@@ -71,14 +76,19 @@ int main(int argc, char** argv) {
     if (node_rank >= nnodes) throw std::runtime_error(fmt::format("--node-rank {} is not in [0, --nnodes {})", node_rank, nnodes));
     if (master_port == 0 && nnodes > 1)
       throw std::runtime_error("--master-port is required with --nnodes > 1 (every node must name the same port)");
-    if (master_port == 0) master_port = free_port();
+    if (max_restarts > 0 && nnodes > 1)
+      throw std::runtime_error("--max-restarts restarts the ranks of one node; across nodes the launchers would have to "
+                               "agree on each restart, which is not built");
+    const bool pick_port = master_port == 0;
 
     // Every rank of a job, on every node, must carry the same job id: take it from the
     // environment, else derive it from the rendezvous address (multi-node) or draw one.
-    std::string job_id;
-    if (const char* env = std::getenv("RINGGRAD_JOB_ID"); env != nullptr && *env != '\0') job_id = env;
-    else if (nnodes > 1) job_id = fmt::format("ringgrad-{}:{}", master_addr, master_port);
-    else job_id = fmt::format("ringgrad-{:016x}", std::random_device{}() * 0x100000001ull ^ static_cast<uint64_t>(::getpid()));
+    const char* job_env = std::getenv("RINGGRAD_JOB_ID");
+    auto job_id_for = [&](int restart) -> std::string {
+      if (job_env != nullptr && *job_env != '\0') return restart == 0 ? job_env : fmt::format("{}-restart{}", job_env, restart);
+      if (nnodes > 1) return fmt::format("ringgrad-{}:{}", master_addr, master_port);
+      return fmt::format("ringgrad-{:016x}", std::random_device{}() * 0x100000001ull ^ static_cast<uint64_t>(::getpid()));
+    };
 
     // Binding each rank to CPUs of its own (as mpirun does) keeps the kernel from moving ranks
     // between CPUs, and keeps a rank's communication thread on its own rank's CPUs instead of
@@ -97,18 +107,35 @@ int main(int argc, char** argv) {
                               cpus.begin() + (local + 1) * n_cpus / nproc_per_node);
     };
     const int world_size = nnodes * nproc_per_node;
-    std::vector<ringgrad::launcher::RankSpec> ranks;
-    for (int local = 0; local < nproc_per_node; ++local) {
-      const int rank = node_rank * nproc_per_node + local;
-      ranks.push_back({rank,
-                       {fmt::format("RANK={}", rank), fmt::format("LOCAL_RANK={}", local), fmt::format("WORLD_SIZE={}", world_size),
-                        fmt::format("LOCAL_WORLD_SIZE={}", nproc_per_node), fmt::format("GROUP_RANK={}", node_rank),
-                        fmt::format("MASTER_ADDR={}", master_addr), fmt::format("MASTER_PORT={}", master_port),
-                        fmt::format("RINGGRAD_JOB_ID={}", job_id)},
-                       share(local)});
-    }
     auto grace = std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000));
-    return ringgrad::launcher::supervise(command, ranks, grace);
+    // Each start is a fresh job: a new rendezvous port (when this launcher picks it) and job id,
+    // so no rank of the failed start can join the next one.
+    for (int restart = 0;; ++restart) {
+      const int port = pick_port ? free_port() : master_port;
+      const std::string job_id = job_id_for(restart);
+      std::vector<ringgrad::launcher::RankSpec> ranks;
+      for (int local = 0; local < nproc_per_node; ++local) {
+        const int rank = node_rank * nproc_per_node + local;
+        ranks.push_back({rank,
+                         {fmt::format("RANK={}", rank), fmt::format("LOCAL_RANK={}", local), fmt::format("WORLD_SIZE={}", world_size),
+                          fmt::format("LOCAL_WORLD_SIZE={}", nproc_per_node), fmt::format("GROUP_RANK={}", node_rank),
+                          fmt::format("MASTER_ADDR={}", master_addr), fmt::format("MASTER_PORT={}", port),
+                          fmt::format("RINGGRAD_JOB_ID={}", job_id), fmt::format("RINGGRAD_RESTART_COUNT={}", restart),
+                          fmt::format("TORCHELASTIC_RESTART_COUNT={}", restart)},
+                         share(local)});
+      }
+      const auto started = std::chrono::steady_clock::now();
+      const int code = ringgrad::launcher::supervise(command, ranks, grace);
+      // Done: success, an interrupt (the user's Ctrl-C is not a failure to retry), or no restarts left.
+      if (code == 0 || code == 130 || restart >= max_restarts) {
+        if (code != 0 && max_restarts > 0 && code != 130)
+          fmt::print(stderr, "ringgrad-run: giving up after {} restart{}\n", restart, restart == 1 ? "" : "s");
+        return code;
+      }
+      fmt::print(stderr, "ringgrad-run: start {} failed (exit {}) after {:.1f} s; restarting all ranks ({} of {})\n",
+                 restart + 1, code, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count(),
+                 restart + 1, max_restarts);
+    }
   } catch (const std::exception& e) {
     fmt::print(stderr, "ringgrad-run: {}\n", e.what());
     return 2;
