@@ -15,6 +15,7 @@
 #include "collectives/backends/device_backend.h"
 #include "collectives/backends/mpi_backend.h"
 #include "collectives/check.h"
+#include "collectives/flight_recorder.h"
 #include "collectives/links/host_link.h"
 #include "collectives/links/host_memory_link.h"
 #include "collectives/links/shm_link.h"
@@ -86,6 +87,7 @@ Communicator::Communicator(std::unique_ptr<transport::Transport> transport, Comm
       host_buffers_(std::make_unique<HostBuffers>()) {
   options_.validate();
   check_backend(options_.backend, rank_);
+  recorder_ = std::make_unique<FlightRecorder>(describe_rank(group_), rank_, flight_recorder_capacity());
 #if RINGGRAD_HAVE_MPI
   if (options_.backend == Backend::kMpi) mpi_ = std::make_unique<MpiBackend>(rank_, world_size_);
 #endif
@@ -104,7 +106,8 @@ Communicator::Communicator(std::shared_ptr<transport::Transport> transport, Comm
       model_hosts_(hosts_.uniform() ? hosts_.hosts() : 1),
       host_buffers_(std::make_unique<HostBuffers>()),
       shm_decided_(true),
-      host_path_("TCP (a group travels on the job's TCP connections, on a stream of its own)") {
+      host_path_("TCP (a group travels on the job's TCP connections, on a stream of its own)"),
+      recorder_(std::make_unique<FlightRecorder>(describe_rank(group_), group_.job_rank(group_.rank), flight_recorder_capacity())) {
   worker_ = std::thread([this] { worker_loop(); });
 }
 
@@ -300,7 +303,10 @@ Work Communicator::submit(Task task, bool blocking) {
   // Without the check no other rank would hear of a bad argument: throw here, before any data moves.
   if (!task.invalid.empty() && (!options_.check_args || !is_collective(task.kind)))
     throw CollectiveError(fmt::format("{} on {}: {}", coll_name(task.kind), describe_rank(group_), task.invalid));
-  if (is_collective(task.kind)) task.seq = next_seq_++;
+  if (is_collective(task.kind)) {
+    task.seq = next_seq_++;
+    recorder_->queued(task.seq, task.kind, task.bytes, task.args.dtype, task.algo);
+  }
   CommStats::Entry& counted = stats_.by_kind[task.kind];
   ++counted.calls;
   counted.bytes += is_collective(task.kind) ? task.bytes : point_to_point_bytes(task);
@@ -352,6 +358,7 @@ void Communicator::execute(Task& task) {
           fmt::format("{}: the communicator is broken by an earlier error: {}", where(task), broken_)));
   }
   if (!error) {
+    if (is_collective(task.kind)) recorder_->started(task.seq);
     try {
       check_agreement(task);
       const uint64_t tag = is_collective(task.kind) ? task.seq : kP2PTagBit | task.tag;
@@ -372,12 +379,15 @@ void Communicator::execute(Task& task) {
       error = std::current_exception();  // found before any data moved: still usable
     } catch (const transport::TransportError& e) {
       error = std::make_exception_ptr(transport::TransportError(fmt::format("{}: {}", where(task), e.what())));
+      if (is_collective(task.kind)) recorder_->ended(task.seq, false);
       break_on(e);
+      recorder_->dump();  // what this rank was doing, for the launcher's desync report
     } catch (const std::exception& e) {
       error = std::current_exception();
       break_on(e);
     }
   }
+  if (is_collective(task.kind)) recorder_->ended(task.seq, !error);
   complete(*task.state, error);
 }
 

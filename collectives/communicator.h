@@ -35,6 +35,7 @@
 namespace ringgrad::collectives {
 
 class DeviceBackend;
+class FlightRecorder;
 struct HostBuffers;
 class Link;
 class MpiBackend;
@@ -107,6 +108,9 @@ class Communicator {
   /// The calls and bytes asked of this communicator so far (its groups count their own).
   CommStats stats() const;
   void reset_stats();
+  /// Its last collectives and how far each got (flight_recorder.h); written to
+  /// RINGGRAD_FLIGHT_RECORDER_DIR when a collective fails and on SIGUSR1.
+  const FlightRecorder& flight_recorder() const { return *recorder_; }
 
   // Blocking collectives. Every rank calls each one, in the same order. In place when recv and
   // send are the same memory (all_gather: send == recv + rank*count; reduce_scatter:
@@ -207,6 +211,7 @@ class Communicator {
   std::string broken_;   // first transport error; later calls fail with it
   uint64_t next_seq_ = 0;
   CommStats stats_;
+  std::unique_ptr<FlightRecorder> recorder_;
   int bound_device_ = kHost;  // the device of the first device call
   std::thread worker_;
 };

@@ -1,8 +1,12 @@
 // Supervisor: one poll() loop over the children's output pipes and a signalfd (SIGCHLD for
 // exits, SIGINT/SIGTERM/SIGHUP for the user), so there is no thread and no signal-handler race.
+// When a rank fails, the others are first asked for their flight records (SIGCONT, then
+// SIGUSR1 to those that catch it) and given a second to write them into the job's directory,
+// then stopped; the desync report is printed from what they wrote.
 
 #include "transport/shared_memory.h"
 #include "transport/launcher/supervisor.h"
+#include "transport/launcher/desync_report.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -15,6 +19,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <filesystem>
+#include <fstream>
 #include <cstring>
 #include <string_view>
 #include <system_error>
@@ -146,6 +152,18 @@ std::string describe_status(int status) {
 
 bool failed(int status) { return !(WIFEXITED(status) && WEXITSTATUS(status) == 0); }
 
+// Whether process `pid` catches SIGUSR1 (/proc's SigCgt mask): sending it to one that does not
+// would end it by the default action.
+bool catches_sigusr1(pid_t pid) {
+  std::ifstream status(fmt::format("/proc/{}/status", pid));
+  for (std::string line; std::getline(status, line);)
+    if (line.starts_with("SigCgt:")) return (std::stoull(line.substr(7), nullptr, 16) >> (SIGUSR1 - 1)) & 1;
+  return false;
+}
+
+// How long the surviving ranks get to write their flight records before SIGTERM.
+constexpr auto kDumpWindow = std::chrono::seconds(1);
+
 }  // namespace
 
 int supervise(const std::vector<std::string>& command, const std::vector<RankSpec>& ranks, std::chrono::milliseconds grace) {
@@ -157,10 +175,14 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
   int signals = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   if (signals < 0) throw_errno("signalfd");
 
+  // The job's flight records go here (collectives/flight_recorder.h), one file per communicator.
+  char dumps_template[] = "/tmp/ringgrad-flight-XXXXXX";
+  const std::string dumps_dir = ::mkdtemp(dumps_template) != nullptr ? dumps_template : "";
   std::vector<Child> children(ranks.size());
   for (size_t i = 0; i < ranks.size(); ++i) {
     Child& c = children[i];
     c.spec = ranks[i];
+    if (!dumps_dir.empty()) c.spec.env.push_back("RINGGRAD_FLIGHT_RECORDER_DIR=" + dumps_dir);
     int pipes[2][2];
     for (auto& p : pipes)
       if (::pipe2(p, O_CLOEXEC) != 0) throw_errno("pipe");
@@ -173,20 +195,33 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
   }
 
   int exit_code = 0;
-  bool stopping = false, killed = false;
-  Clock::time_point kill_at{};
+  bool stopping = false, termed = false, killed = false;
+  Clock::time_point term_at{}, kill_at{};
   auto stop_all = [&](int signal) {
     for (Child& c : children)
       if (!c.exited) ::kill(-c.pid, signal);
   };
-  auto begin_stop = [&](const std::string& why, int code) {
+  auto send_term = [&] {
+    stop_all(SIGTERM);
+    termed = true;
+    kill_at = Clock::now() + grace;
+  };
+  // A failed rank: first the others' flight records (a stopped rank is continued to write its
+  // own), then SIGTERM. An interrupt from the user stops at once.
+  auto begin_stop = [&](const std::string& why, int code, bool failure) {
     if (stopping) return;
     stopping = true;
     exit_code = code;
     write_all(2, fmt::format("ringgrad-run: {}; stopping the other ranks (SIGTERM, SIGKILL after {} s)\n", why,
                              std::chrono::duration<double>(grace).count()));
-    stop_all(SIGTERM);
-    kill_at = Clock::now() + grace;
+    bool asked = false;
+    for (Child& c : children) {
+      if (c.exited || !failure || dumps_dir.empty()) continue;
+      ::kill(-c.pid, SIGCONT);
+      if (catches_sigusr1(c.pid)) asked = ::kill(c.pid, SIGUSR1) == 0 || asked;
+    }
+    if (asked) term_at = Clock::now() + kDumpWindow;
+    else send_term();
   };
 
   for (;;) {
@@ -205,10 +240,13 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
     // process a rank left behind may hold a pipe open.
     if (!running) break;
     int timeout_ms = -1;
-    if (stopping && running && !killed)
-      timeout_ms = static_cast<int>(std::max<int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(kill_at - Clock::now()).count()));
+    if (stopping && running && !killed) {
+      const auto until = termed ? kill_at : term_at;
+      timeout_ms = static_cast<int>(std::max<int64_t>(0, std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count()));
+    }
     ::poll(fds.data(), fds.size(), timeout_ms);
-    if (stopping && running && !killed && Clock::now() >= kill_at) {
+    if (stopping && running && !termed && Clock::now() >= term_at) send_term();
+    if (stopping && running && termed && !killed && Clock::now() >= kill_at) {
       stop_all(SIGKILL);
       killed = true;
     }
@@ -226,7 +264,7 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
       }
       if (info.ssi_signo != SIGCHLD) {
         begin_stop(fmt::format("received signal {} (SIG{})", info.ssi_signo, ::sigabbrev_np(static_cast<int>(info.ssi_signo))),
-                   128 + static_cast<int>(info.ssi_signo));
+                   128 + static_cast<int>(info.ssi_signo), false);
         continue;
       }
       for (Child& c : children) {
@@ -235,7 +273,7 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
         if (!failed(c.status)) continue;
         std::string what = fmt::format("rank {} (pid {}) {}", c.spec.rank, c.pid, describe_status(c.status));
         if (stopping) write_all(2, fmt::format("ringgrad-run: while stopping: {}\n", what));
-        else begin_stop(what, WIFSIGNALED(c.status) ? 128 + WTERMSIG(c.status) : WEXITSTATUS(c.status));
+        else begin_stop(what, WIFSIGNALED(c.status) ? 128 + WTERMSIG(c.status) : WEXITSTATUS(c.status), true);
       }
     }
   }
@@ -247,6 +285,13 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
   }
   ::close(signals);
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
+  if (!dumps_dir.empty()) {
+    if (exit_code != 0)
+      if (const std::string report = desync_report(read_dumps(dumps_dir)); !report.empty())
+        write_all(2, fmt::format("ringgrad-run: flight records: {}\n", report));
+    std::error_code ec;
+    std::filesystem::remove_all(dumps_dir, ec);
+  }
   return exit_code;
 }
 

@@ -1,0 +1,138 @@
+// The flight recorder's ring buffer, its JSON, and the SIGUSR1 watcher that dumps every live
+// recorder of the process.
+#include "collectives/flight_recorder.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace ringgrad::collectives {
+namespace {
+
+double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
+
+const char* state_name(FlightRecorder::State s) {
+  switch (s) {
+    case FlightRecorder::State::kQueued: return "queued";
+    case FlightRecorder::State::kStarted: return "started";
+    case FlightRecorder::State::kCompleted: return "completed";
+    case FlightRecorder::State::kFailed: return "failed";
+  }
+  return "?";
+}
+
+// Every live recorder of this process, for the SIGUSR1 watcher. The handler only writes a byte
+// to a pipe (async-signal-safe); a thread reads it and dumps.
+struct Registry {
+  std::mutex mutex;
+  std::set<const FlightRecorder*> recorders;
+  int pipe[2] = {-1, -1};
+  int next_id = 0;
+
+  static Registry& get() {
+    static Registry* r = new Registry;  // never destroyed: the watcher may outlive main's statics
+    return *r;
+  }
+  void start_watcher() {  // once, at the first recorder
+    if (pipe[0] >= 0 || ::pipe2(pipe, O_CLOEXEC) != 0) return;
+    struct sigaction sa {};
+    sa.sa_handler = [](int) {
+      const char byte = 1;
+      [[maybe_unused]] const auto n = ::write(Registry::get().pipe[1], &byte, 1);
+    };
+    sa.sa_flags = SA_RESTART;
+    sigemptyset(&sa.sa_mask);
+    ::sigaction(SIGUSR1, &sa, nullptr);
+    std::thread([this] {
+      char byte;
+      while (::read(pipe[0], &byte, 1) == 1) {
+        std::lock_guard lock(mutex);
+        for (const FlightRecorder* r : recorders) r->dump();
+      }
+    }).detach();
+  }
+};
+
+}  // namespace
+
+std::size_t flight_recorder_capacity() {
+  const char* env = std::getenv("RINGGRAD_FLIGHT_RECORDER_ENTRIES");
+  return env != nullptr && *env != '\0' ? static_cast<std::size_t>(std::strtoull(env, nullptr, 10)) : 2000;
+}
+
+FlightRecorder::FlightRecorder(std::string who, int job_rank, std::size_t capacity)
+    : who_(std::move(who)), job_rank_(job_rank), capacity_(capacity) {
+  ring_.reserve(capacity_);
+  Registry& r = Registry::get();
+  std::lock_guard lock(r.mutex);
+  id_ = r.next_id++;
+  r.recorders.insert(this);
+  r.start_watcher();
+}
+
+FlightRecorder::~FlightRecorder() {
+  Registry& r = Registry::get();
+  std::lock_guard lock(r.mutex);
+  r.recorders.erase(this);
+}
+
+FlightRecorder::Entry* FlightRecorder::find(std::uint64_t seq) {
+  for (Entry& e : ring_)
+    if (e.seq == seq) return &e;
+  return nullptr;
+}
+
+void FlightRecorder::queued(std::uint64_t seq, CollKind kind, std::uint64_t bytes, DType dtype, Algo algo) {
+  if (capacity_ == 0) return;
+  std::lock_guard lock(mutex_);
+  const Entry e{seq, kind, bytes, dtype, algo, State::kQueued, now_s(), 0, 0};
+  if (ring_.size() < capacity_) ring_.push_back(e);
+  else ring_[recorded_ % capacity_] = e;
+  ++recorded_;
+}
+
+void FlightRecorder::started(std::uint64_t seq) {
+  std::lock_guard lock(mutex_);
+  if (Entry* e = find(seq)) e->state = State::kStarted, e->started_s = now_s();
+}
+
+void FlightRecorder::ended(std::uint64_t seq, bool ok) {
+  std::lock_guard lock(mutex_);
+  if (Entry* e = find(seq)) e->state = ok ? State::kCompleted : State::kFailed, e->ended_s = now_s();
+}
+
+std::vector<FlightRecorder::Entry> FlightRecorder::entries() const {
+  std::lock_guard lock(mutex_);
+  std::vector<Entry> out = ring_;
+  std::sort(out.begin(), out.end(), [](const Entry& a, const Entry& b) { return a.seq < b.seq; });
+  return out;
+}
+
+std::string FlightRecorder::json() const {
+  nlohmann::json j{{"rank", job_rank_}, {"who", who_}, {"entries", nlohmann::json::array()}};
+  for (const Entry& e : entries())
+    j["entries"].push_back({{"seq", e.seq}, {"kind", coll_name(e.kind)}, {"bytes", e.bytes},
+                            {"dtype", dtype_name(e.dtype)}, {"algo", algo_name(e.algo)}, {"state", state_name(e.state)},
+                            {"queued_s", e.queued_s}, {"started_s", e.started_s}, {"ended_s", e.ended_s}});
+  return j.dump();
+}
+
+std::string FlightRecorder::dump() const {
+  const char* dir = std::getenv("RINGGRAD_FLIGHT_RECORDER_DIR");
+  if (dir == nullptr || *dir == '\0' || capacity_ == 0) return "";
+  const std::string path = fmt::format("{}/rank{}-{}.json", dir, job_rank_, id_);
+  std::ofstream(path) << json();
+  return path;
+}
+
+}  // namespace ringgrad::collectives

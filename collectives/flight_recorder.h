@@ -1,0 +1,69 @@
+// FlightRecorder: a communicator's last N collectives (PyTorch's NCCL flight recorder), kept so
+// that when a job hangs or fails each rank can say what it was doing: sequence number, kind,
+// size, dtype, algorithm, and how far it got (queued, started, completed, failed), with times.
+// It is written as JSON into RINGGRAD_FLIGHT_RECORDER_DIR (ringgrad-run sets it for every job):
+// when a collective fails, and when the process gets SIGUSR1 (the launcher sends it to the
+// ranks still alive when another one failed, after SIGCONT for a stopped one). ringgrad-run
+// then reads the files and prints which ranks wait in which collective and which never entered
+// it (transport/launcher/desync_report.h reads this JSON). Recording is a few stores into a
+// ring buffer per call.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "collectives/algo.h"
+#include "collectives/dtype.h"
+
+namespace ringgrad::collectives {
+
+class FlightRecorder {
+ public:
+  enum class State : std::uint8_t { kQueued, kStarted, kCompleted, kFailed };
+  struct Entry {
+    std::uint64_t seq;
+    CollKind kind;
+    std::uint64_t bytes;  // nccl-tests' size
+    DType dtype;
+    Algo algo;
+    State state;
+    double queued_s, started_s, ended_s;  // steady clock seconds; 0 until reached
+  };
+
+  /// Keeps the last `capacity` collectives (RINGGRAD_FLIGHT_RECORDER_ENTRIES, default 2000; 0
+  /// records nothing) of the communicator `who` describes ("rank 1", "rank 0 of group tp ...").
+  FlightRecorder(std::string who, int job_rank, std::size_t capacity);
+  ~FlightRecorder();
+  FlightRecorder(const FlightRecorder&) = delete;
+  FlightRecorder& operator=(const FlightRecorder&) = delete;
+
+  void queued(std::uint64_t seq, CollKind kind, std::uint64_t bytes, DType dtype, Algo algo);
+  void started(std::uint64_t seq);
+  void ended(std::uint64_t seq, bool ok);
+
+  /// The entries, oldest first, and as JSON: {"rank", "who", "entries": [...]}.
+  std::vector<Entry> entries() const;
+  std::string json() const;
+  /// Writes json() to RINGGRAD_FLIGHT_RECORDER_DIR/rank<job rank>-<n>.json when that is set;
+  /// returns the path, or "" when not written.
+  std::string dump() const;
+
+ private:
+  Entry* find(std::uint64_t seq);
+
+  std::string who_;
+  int job_rank_;
+  int id_;  // distinguishes the files of one process's communicators
+  std::size_t capacity_;
+  mutable std::mutex mutex_;
+  std::vector<Entry> ring_;  // ring_[i % capacity_]
+  std::uint64_t recorded_ = 0;
+};
+
+/// Capacity from RINGGRAD_FLIGHT_RECORDER_ENTRIES (default 2000).
+std::size_t flight_recorder_capacity();
+
+}  // namespace ringgrad::collectives

@@ -1,0 +1,95 @@
+// The desync report: each rank's world communicator, where it got to, and the collective the
+// job stuck in (the earliest one some rank did not complete).
+#include "transport/launcher/desync_report.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+
+namespace ringgrad::launcher {
+namespace {
+
+std::string size_text(std::uint64_t bytes) {
+  if (bytes >= (1u << 20)) return fmt::format("{:g} MiB", static_cast<double>(bytes) / (1 << 20));
+  if (bytes >= (1u << 10)) return fmt::format("{:g} KiB", static_cast<double>(bytes) / (1 << 10));
+  return fmt::format("{} B", bytes);
+}
+
+}  // namespace
+
+std::vector<std::string> read_dumps(const std::string& dir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(dir, ec)) {
+    if (e.path().extension() != ".json") continue;
+    std::ifstream in(e.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    out.push_back(text.str());
+  }
+  return out;
+}
+
+std::string desync_report(const std::vector<std::string>& dumps) {
+  // The world's recorder of each rank ("rank N", no group).
+  std::map<int, std::vector<nlohmann::json>> by_rank;
+  for (const std::string& text : dumps) {
+    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
+    if (j.is_discarded() || !j.contains("who") || j["who"].get<std::string>().find(" of group ") != std::string::npos) continue;
+    by_rank[j["rank"].get<int>()] = j["entries"].get<std::vector<nlohmann::json>>();
+  }
+  if (by_rank.empty()) return "";
+  // The collective the job stuck in: the earliest one some rank did not complete.
+  std::uint64_t stuck = UINT64_MAX;
+  for (const auto& [rank, entries] : by_rank) {
+    std::uint64_t last = 0;
+    bool any = false;
+    for (const auto& e : entries) {
+      if (e["state"] != "completed") stuck = std::min(stuck, e["seq"].get<std::uint64_t>());
+      last = e["seq"].get<std::uint64_t>(), any = true;
+    }
+    if (any) stuck = std::min(stuck, last + 1);  // a rank that completed all it recorded stops before the next
+  }
+  if (stuck == UINT64_MAX) return "";
+  // When the first rank failed. A rank that entered the collective only after that (a stopped
+  // rank the launcher continued so it could write its record) had not entered it in time.
+  double failed_at = 0;
+  for (const auto& [rank, entries] : by_rank)
+    for (const auto& e : entries)
+      if (e["state"] == "failed" && e["ended_s"].get<double>() > 0)
+        failed_at = failed_at == 0 ? e["ended_s"].get<double>() : std::min(failed_at, e["ended_s"].get<double>());
+  std::vector<int> waiting;
+  std::string kind = "collective", size;
+  std::vector<std::string> others;
+  for (const auto& [rank, entries] : by_rank) {
+    const nlohmann::json* here = nullptr;
+    long long last_done = -1;
+    for (const auto& e : entries) {
+      if (e["seq"] == stuck && !(failed_at > 0 && e["queued_s"].get<double>() > failed_at)) here = &e;
+      if (e["state"] == "completed") last_done = std::max<long long>(last_done, e["seq"].get<long long>());
+    }
+    if (here != nullptr && (*here)["state"] != "completed") {
+      waiting.push_back(rank);
+      kind = (*here)["kind"].get<std::string>();
+      size = size_text((*here)["bytes"].get<std::uint64_t>());
+    } else if (here == nullptr) {
+      others.push_back(last_done < 0 ? fmt::format("rank {} completed no collective and has not entered #{}", rank, stuck)
+                                     : fmt::format("rank {} completed #{} and has not entered #{}", rank, last_done, stuck));
+    }
+  }
+  std::string report;
+  if (!waiting.empty())
+    report = fmt::format("rank{} {} wait{} in {} #{}{}", waiting.size() > 1 ? "s" : "", fmt::join(waiting, ", "),
+                         waiting.size() > 1 ? "" : "s", kind, stuck, size.empty() ? "" : fmt::format(" ({})", size));
+  for (const std::string& o : others) report += (report.empty() ? "" : "; ") + o;
+  return report;
+}
+
+}  // namespace ringgrad::launcher
