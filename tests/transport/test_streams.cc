@@ -11,27 +11,18 @@
 #include <fmt/format.h>
 
 #include "tests/support/multiprocess.h"
+#include "tests/transport/pattern.h"
 #include "transport/transport.h"
 
 namespace {
 
 using ringgrad::test::check;
 using ringgrad::test::describe;
+using ringgrad::test::pattern;
 using ringgrad::test::run_ranks;
 using ringgrad::transport::Config;
 using ringgrad::transport::Request;
 using ringgrad::transport::Transport;
-
-// Bytes that depend on the message, so a byte of another message shows up.
-std::vector<std::byte> pattern(size_t size, uint64_t seed) {
-  std::vector<std::byte> bytes(size);
-  uint64_t x = seed * 0x9E3779B97F4A7C15ull + 1;
-  for (auto& b : bytes) {
-    x ^= x << 13, x ^= x >> 7, x ^= x << 17;  // xorshift64
-    b = static_cast<std::byte>(x);
-  }
-  return bytes;
-}
 
 void require_ok(const std::vector<ringgrad::test::RankResult>& results) {
   INFO(describe(results));
