@@ -37,14 +37,19 @@ std::vector<std::string> read_dumps(const std::string& dir) {
   return out;
 }
 
-std::string desync_report(const std::vector<std::string>& dumps) {
+std::string desync_report(const std::vector<std::string>& dumps, const std::map<int, std::string>& fates) {
   // The world's recorder of each rank ("rank N", no group).
   std::map<int, std::vector<nlohmann::json>> by_rank;
   for (const std::string& text : dumps) {
     const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
     if (j.is_discarded() || !j.contains("who") || j["who"].get<std::string>().find(" of group ") != std::string::npos) continue;
-    by_rank[j["rank"].get<int>()] = j["entries"].get<std::vector<nlohmann::json>>();
+    // A rank with several world communicators (a tool that made two): the one used last speaks.
+    auto entries = j["entries"].get<std::vector<nlohmann::json>>();
+    auto last_used = [](const std::vector<nlohmann::json>& es) { return es.empty() ? 0.0 : es.back()["queued_s"].get<double>(); };
+    auto& slot = by_rank[j["rank"].get<int>()];
+    if (slot.empty() || last_used(entries) > last_used(slot)) slot = std::move(entries);
   }
+  auto fate = [&](int rank) { const auto it = fates.find(rank); return it == fates.end() ? std::string() : it->second; };
   if (by_rank.empty()) return "";
   // The collective the job stuck in: the earliest one some rank did not complete.
   std::uint64_t stuck = UINT64_MAX;
@@ -75,19 +80,28 @@ std::string desync_report(const std::vector<std::string>& dumps) {
       if (e["seq"] == stuck && !(failed_at > 0 && e["queued_s"].get<double>() > failed_at)) here = &e;
       if (e["state"] == "completed") last_done = std::max<long long>(last_done, e["seq"].get<long long>());
     }
-    if (here != nullptr && (*here)["state"] != "completed") {
-      waiting.push_back(rank);
+    const std::string seen = fate(rank);
+    const bool entered = here != nullptr && (*here)["state"] != "completed";
+    if (entered) {
       kind = (*here)["kind"].get<std::string>();
       size = size_text((*here)["bytes"].get<std::uint64_t>());
-    } else if (here == nullptr) {
-      others.push_back(last_done < 0 ? fmt::format("rank {} completed no collective and has not entered #{}", rank, stuck)
-                                     : fmt::format("rank {} completed #{} and has not entered #{}", rank, last_done, stuck));
     }
+    const std::string done = last_done < 0 ? "completing no collective" : fmt::format("completing #{}", last_done);
+    if (entered && seen.empty()) waiting.push_back(rank);
+    else if (entered) others.push_back(fmt::format("rank {} {} inside it", rank, seen));
+    else if (here == nullptr && !seen.empty())
+      others.push_back(fmt::format("rank {} {} after {}, before entering #{}", rank, seen, done, stuck));
+    else if (here == nullptr) others.push_back(fmt::format("rank {} stopped after {}, before entering #{}", rank, done, stuck));
+    else if (!seen.empty()) others.push_back(fmt::format("rank {} {} after completing its part of #{}", rank, seen, stuck));
+    else others.push_back(fmt::format("rank {} completed its part of #{}", rank, stuck));
   }
+  // Ranks the launcher knows of that left no record (killed before they could write one).
+  for (const auto& [rank, seen] : fates)
+    if (!by_rank.contains(rank)) others.push_back(fmt::format("rank {} {} and left no record", rank, seen));
   std::string report;
   if (!waiting.empty())
-    report = fmt::format("rank{} {} wait{} in {} #{}{}", waiting.size() > 1 ? "s" : "", fmt::join(waiting, ", "),
-                         waiting.size() > 1 ? "" : "s", kind, stuck, size.empty() ? "" : fmt::format(" ({})", size));
+    report = fmt::format("rank{} {} {} in {} #{}{}", waiting.size() > 1 ? "s" : "", fmt::join(waiting, ", "),
+                         waiting.size() > 1 ? "were" : "was", kind, stuck, size.empty() ? "" : fmt::format(" ({})", size));
   for (const std::string& o : others) report += (report.empty() ? "" : "; ") + o;
   return report;
 }

@@ -3,15 +3,17 @@
 // ...}]}), which ranks wait in which collective and which never entered it.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 namespace ringgrad::launcher {
 
-/// From the dumps' JSON texts (only the world communicators' count: "who" without "of group"),
-/// e.g. "ranks 0, 2 wait in all_reduce #4 (16 MiB); rank 1 completed #3 and has not entered #4".
-/// Empty when there is nothing to say (no dumps, or every rank completed all it recorded).
-std::string desync_report(const std::vector<std::string>& dumps);
+/// From the dumps' JSON texts (only the world communicators' count: "who" without "of group")
+/// and what the launcher saw of some ranks (`fates`: rank -> "was stopped (SIGSTOP)", "was
+/// killed by signal 9 (SIGKILL)"), e.g. "ranks 0, 2 were in all_reduce #4 (16 MiB); rank 1 was
+/// stopped (SIGSTOP) after completing #3, before entering #4". Empty when there is nothing to say.
+std::string desync_report(const std::vector<std::string>& dumps, const std::map<int, std::string>& fates = {});
 
 /// Every *.json file in `dir`, read whole.
 std::vector<std::string> read_dumps(const std::string& dir);

@@ -21,6 +21,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <cstring>
 #include <string_view>
 #include <system_error>
@@ -152,6 +153,17 @@ std::string describe_status(int status) {
 
 bool failed(int status) { return !(WIFEXITED(status) && WEXITSTATUS(status) == 0); }
 
+// Whether process `pid` is stopped (SIGSTOP, a debugger): /proc's State "T" or "t".
+bool is_stopped(pid_t pid) {
+  std::ifstream status(fmt::format("/proc/{}/status", pid));
+  for (std::string line; std::getline(status, line);)
+    if (line.starts_with("State:")) {
+      const auto at = line.find_first_not_of(" \t", 6);
+      return at != std::string::npos && (line[at] == 'T' || line[at] == 't');
+    }
+  return false;
+}
+
 // Whether process `pid` catches SIGUSR1 (/proc's SigCgt mask): sending it to one that does not
 // would end it by the default action.
 bool catches_sigusr1(pid_t pid) {
@@ -195,6 +207,7 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
   }
 
   int exit_code = 0;
+  std::map<int, std::string> fates;  // what the launcher saw of ranks, for the desync report
   bool stopping = false, termed = false, killed = false;
   Clock::time_point term_at{}, kill_at{};
   auto stop_all = [&](int signal) {
@@ -217,6 +230,7 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
     bool asked = false;
     for (Child& c : children) {
       if (c.exited || !failure || dumps_dir.empty()) continue;
+      if (is_stopped(c.pid)) fates[c.spec.rank] = "was stopped (SIGSTOP)";
       ::kill(-c.pid, SIGCONT);
       if (catches_sigusr1(c.pid)) asked = ::kill(c.pid, SIGUSR1) == 0 || asked;
     }
@@ -273,7 +287,10 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
         if (!failed(c.status)) continue;
         std::string what = fmt::format("rank {} (pid {}) {}", c.spec.rank, c.pid, describe_status(c.status));
         if (stopping) write_all(2, fmt::format("ringgrad-run: while stopping: {}\n", what));
-        else begin_stop(what, WIFSIGNALED(c.status) ? 128 + WTERMSIG(c.status) : WEXITSTATUS(c.status), true);
+        else {
+          if (WIFSIGNALED(c.status)) fates[c.spec.rank] = describe_status(c.status);  // died: it may have no record
+          begin_stop(what, WIFSIGNALED(c.status) ? 128 + WTERMSIG(c.status) : WEXITSTATUS(c.status), true);
+        }
       }
     }
   }
@@ -287,7 +304,7 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   if (!dumps_dir.empty()) {
     if (exit_code != 0)
-      if (const std::string report = desync_report(read_dumps(dumps_dir)); !report.empty())
+      if (const std::string report = desync_report(read_dumps(dumps_dir), fates); !report.empty())
         write_all(2, fmt::format("ringgrad-run: flight records: {}\n", report));
     std::error_code ec;
     std::filesystem::remove_all(dumps_dir, ec);
