@@ -62,6 +62,7 @@ struct CommStats {
     std::uint64_t bytes = 0;
   };
   std::map<CollKind, Entry> by_kind;
+  /// Bytes over all kinds.
   std::uint64_t total_bytes() const;
   /// "all_reduce 18 calls 7.08 MB, batch_send_recv 4 calls 0.79 MB" (MB = 1e6 bytes).
   std::string describe() const;

@@ -86,10 +86,11 @@ FlightRecorder::~FlightRecorder() {
   r.recorders.erase(this);
 }
 
+// Sequence numbers are queued in order, one each, so entry `seq` sits at seq % capacity until a
+// later one overwrites it: no search on the latency path.
 FlightRecorder::Entry* FlightRecorder::find(std::uint64_t seq) {
-  for (Entry& e : ring_)
-    if (e.seq == seq) return &e;
-  return nullptr;
+  if (capacity_ == 0 || seq >= recorded_ || recorded_ - seq > capacity_) return nullptr;
+  return &ring_[seq % capacity_];
 }
 
 void FlightRecorder::queued(std::uint64_t seq, CollKind kind, std::uint64_t bytes, DType dtype, Algo algo) {
@@ -97,8 +98,8 @@ void FlightRecorder::queued(std::uint64_t seq, CollKind kind, std::uint64_t byte
   std::lock_guard lock(mutex_);
   const Entry e{seq, kind, bytes, dtype, algo, State::kQueued, now_s(), 0, 0};
   if (ring_.size() < capacity_) ring_.push_back(e);
-  else ring_[recorded_ % capacity_] = e;
-  ++recorded_;
+  else ring_[seq % capacity_] = e;
+  recorded_ = seq + 1;
 }
 
 void FlightRecorder::started(std::uint64_t seq) {

@@ -40,6 +40,9 @@ class FlightRecorder {
   FlightRecorder(const FlightRecorder&) = delete;
   FlightRecorder& operator=(const FlightRecorder&) = delete;
 
+  /// Collective `seq` (the communicator's sequence numbers: 0, 1, 2, ... each once, in order)
+  /// was queued with its size in bytes (nccl-tests' size), dtype and algorithm; then started;
+  /// then ended, `ok` or failed. A seq no longer in the buffer is ignored.
   void queued(std::uint64_t seq, CollKind kind, std::uint64_t bytes, DType dtype, Algo algo);
   void started(std::uint64_t seq);
   void ended(std::uint64_t seq, bool ok);
@@ -59,8 +62,8 @@ class FlightRecorder {
   int id_;  // distinguishes the files of one process's communicators
   std::size_t capacity_;
   mutable std::mutex mutex_;
-  std::vector<Entry> ring_;  // ring_[i % capacity_]
-  std::uint64_t recorded_ = 0;
+  std::vector<Entry> ring_;  // entry seq at ring_[seq % capacity_]
+  std::uint64_t recorded_ = 0;  // the next sequence number
 };
 
 /// Capacity from RINGGRAD_FLIGHT_RECORDER_ENTRIES (default 2000).

@@ -10,7 +10,7 @@
 
 #include "collectives/grid_groups.h"
 #include "nn/optim.h"
-#include "nn/parallel/tensor_buffer.h"
+#include "nn/parallel/grad_reduce.h"
 #include "nn/parallel/tensor_parallel_gpt.h"
 #include "tensor/view.h"
 
@@ -40,11 +40,7 @@ namespace {
 // Every gradient and the loss averaged over `group` (the ranks saw equal parts of the batch).
 void average(PipelineStage& stage, collectives::Communicator& group, double& loss) {
   if (group.world_size() == 1) return;
-  for (Tensor& p : stage.parameters()) {
-    if (!p.grad().defined()) p.set_grad(Tensor::zeros(p.shape(), p.dtype(), p.device()));
-    const Tensor g = p.grad();
-    group.all_reduce(as_buffer(g), as_buffer(g), collectives::ReduceOp::AVG);
-  }
+  all_reduce_grads(stage.parameters(), group, collectives::ReduceOp::AVG);
   group.all_reduce(collectives::ConstBuffer(&loss, 1, collectives::DType::kFloat64),
                    collectives::Buffer(&loss, 1, collectives::DType::kFloat64), collectives::ReduceOp::AVG);
 }

@@ -10,7 +10,7 @@
 #include "autograd/linear.h"
 #include "autograd/ops.h"
 #include "autograd/transformer_ops.h"
-#include "nn/parallel/tensor_buffer.h"
+#include "nn/parallel/grad_reduce.h"
 #include "nn/parallel/tensor_parallel_gpt.h"
 #include "nn/parallel/tensor_parallel_linear.h"
 #include "nn/parallel/tensor_parallel_ops.h"
@@ -78,21 +78,11 @@ PipelineStage::PipelineStage(const GPT& full, int stage, int stages, collectives
   if (!sequence_parallel_) return;
   if (auto e = std::dynamic_pointer_cast<VocabParallelEmbedding>(wte)) e->sequence_parallel = true;
   if (auto head = std::dynamic_pointer_cast<ColumnParallelLinear>(lm_head)) head->sequence_parallel = true;
-  for (auto& m : h) {
-    auto& block = dynamic_cast<TensorParallelBlock&>(*m);
-    block.attn->c_attn->sequence_parallel = block.attn->c_proj->sequence_parallel = true;
-    block.mlp->c_fc->sequence_parallel = block.mlp->c_proj->sequence_parallel = true;
-  }
+  for (auto& m : h) dynamic_cast<TensorParallelBlock&>(*m).set_sequence_parallel(true);
 }
 
 void PipelineStage::sum_sequence_parallel_grads() {
-  if (!sequence_parallel_) return;
-  for (auto& [name, p] : named_parameters()) {
-    if (shard_spec(name).dim >= 0) continue;
-    if (!p.grad().defined()) p.set_grad(Tensor::zeros(p.shape(), p.dtype(), p.device()));
-    const Tensor g = p.grad();
-    tp_->all_reduce(as_buffer(g), as_buffer(g), collectives::ReduceOp::SUM);
-  }
+  if (sequence_parallel_) all_reduce_grads(replicated_parameters(*this), *tp_, collectives::ReduceOp::SUM);
 }
 
 Tensor PipelineStage::forward(const Tensor& input) {

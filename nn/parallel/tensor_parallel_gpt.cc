@@ -10,7 +10,7 @@
 #include "autograd/ops.h"
 #include "autograd/transformer_ops.h"
 #include "nn/parallel/ring_attention.h"
-#include "nn/parallel/tensor_buffer.h"
+#include "nn/parallel/grad_reduce.h"
 #include "nn/parallel/tensor_parallel_ops.h"
 #include "tensor/view.h"
 
@@ -32,6 +32,18 @@ std::shared_ptr<Embedding> copy_of(const Embedding& full, const GPTConfig& confi
 }
 
 }  // namespace
+
+std::vector<Tensor> replicated_parameters(const Module& model) {
+  std::vector<Tensor> out;
+  for (auto& [name, p] : model.named_parameters())
+    if (shard_spec(name).dim < 0) out.push_back(p);
+  return out;
+}
+
+void TensorParallelBlock::set_sequence_parallel(bool on) {
+  attn->c_attn->sequence_parallel = attn->c_proj->sequence_parallel = on;
+  mlp->c_fc->sequence_parallel = mlp->c_proj->sequence_parallel = on;
+}
 
 ShardSpec shard_spec(std::string_view name) {
   if (name == "wte.weight" || name == "lm_head.weight") return {0, 1, true};
@@ -97,20 +109,12 @@ TensorParallelGPT::TensorParallelGPT(const GPT& full, collectives::Communicator&
     h.push_back(register_module("h." + std::to_string(i), std::make_shared<TensorParallelBlock>(*full.h[i], config_, group)));
   ln_f = register_module("ln_f", copy_of(*full.ln_f, config_));
   wte->sequence_parallel = sequence_parallel;
-  for (auto& block : h) {
-    block->attn->c_attn->sequence_parallel = block->attn->c_proj->sequence_parallel = sequence_parallel;
-    block->mlp->c_fc->sequence_parallel = block->mlp->c_proj->sequence_parallel = sequence_parallel;
-  }
+  for (auto& block : h) block->set_sequence_parallel(sequence_parallel);
 }
 
 void TensorParallelGPT::all_reduce_replicated_grads() {
   if (!sequence_parallel_ || group_.world_size() == 1) return;
-  for (auto& [name, p] : named_parameters()) {
-    if (shard_spec(name).dim >= 0) continue;
-    if (!p.grad().defined()) p.set_grad(Tensor::zeros(p.shape(), p.dtype(), p.device()));
-    const Tensor g = p.grad();
-    group_.all_reduce(as_buffer(g), as_buffer(g), collectives::ReduceOp::SUM);
-  }
+  all_reduce_grads(replicated_parameters(*this), group_, collectives::ReduceOp::SUM);
 }
 
 Tensor TensorParallelGPT::forward(const Tensor& idx) {

@@ -68,6 +68,8 @@ class TensorParallelBlock : public Module {
   TensorParallelBlock(const Block& full, const GPTConfig& config, collectives::Communicator& group,
                       collectives::Communicator* context = nullptr);
   Tensor forward(const Tensor& x) override;
+  /// Sequence parallelism on (or off) for the block's four split layers.
+  void set_sequence_parallel(bool on);
 
   std::shared_ptr<LayerNorm> ln_1, ln_2;
   std::shared_ptr<TensorParallelAttention> attn;
@@ -84,6 +86,8 @@ struct ShardSpec {
 };
 /// The spec of the GPT parameter named `name` (GPT::named_parameters' names).
 ShardSpec shard_spec(std::string_view name);
+/// The parameters of `model` (a TensorParallelGPT or a stage of one) whole on every tp rank.
+std::vector<Tensor> replicated_parameters(const Module& model);
 /// Rank `rank`'s piece of the whole parameter `whole` under `spec`, for a group of `p`.
 Tensor shard_of(const Tensor& whole, const ShardSpec& spec, int rank, int p);
 
