@@ -1,7 +1,7 @@
 // The model-parallel training loop: the grid, this rank's stage of the model (or its piece of a
-// checkpoint), and per iteration the global batch (drawn alike on every rank, as one process
-// draws it), grid_step, clipping by the whole model's gradient norm, and AdamW on this rank's
-// piece; the whole model saved at the end.
+// checkpoint) inside the data-parallel strategy, and per iteration the global batch (drawn alike
+// on every rank, as one process draws it), grid_step, and the strategy's step (clipping by the
+// whole model's gradient norm, AdamW on this rank's piece); the whole model saved at the end.
 #include "examples/train_gpt/model_parallel.h"
 
 #include <fmt/format.h>
@@ -19,6 +19,7 @@
 #include "nn/parallel/accelerator.h"
 #include "nn/parallel/grid_checkpoint.h"
 #include "nn/parallel/grid_training.h"
+#include "nn/parallel/training_state.h"
 #include "nn/transformer/train_step.h"
 #include "tensor/random.h"
 
@@ -37,20 +38,23 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
   const auto ds = nn::data::CharDataset::from_file(data);
   cfg.model.vocab_size = ds.vocab_size();
   manual_seed(cfg.seed);  // the weights one process would draw; each rank keeps its piece
-  PipelineStage stage = [&] {
+  std::shared_ptr<PipelineStage> stage = [&] {
     const nn::GPT whole(cfg.model);
     return make_stage(whole, groups, mp.sp);
   }();
-  const nn::AdamOptions adam{cfg.lr, cfg.beta1, cfg.beta2, 1e-8};
-  nn::AdamW optimizer(nn::weight_decay_groups(stage, cfg.weight_decay), adam);
+  auto make_adamw = [&](std::vector<nn::ParamGroup> param_groups) {
+    return std::make_unique<nn::AdamW>(std::move(param_groups), nn::AdamOptions{cfg.lr, cfg.beta1, cfg.beta2, 1e-8});
+  };
+  const auto dp = grid_data_parallel(mp.strategy, stage, groups, cfg.weight_decay, make_adamw, mp.dp_options);
   nn::TrainState state{0, Generator(cfg.seed + 1), default_generator()};  // batches drawn as the data-parallel path draws them
   if (!mp.resume.empty()) {
-    state = load_grid_checkpoint(mp.resume, stage, optimizer, groups);
+    state = load_grid_checkpoint(mp.resume, *dp, groups);
     default_generator() = state.dropout_gen;
   }
   if (lead) {
     fmt::print("GPT {} layers, {} heads, C {}, T {}, V {} on a grid of {}", cfg.model.n_layer, cfg.model.n_head,
                cfg.model.n_embd, cfg.model.block_size, cfg.model.vocab_size, groups.describe());
+    if (groups.dp->world_size() > 1) fmt::print("strategy {} inside the {} data-parallel replicas\n", dp->name(), groups.dp->world_size());
     if (mp.pp > 1) fmt::print("{} micro-batches per replica, {}\n", mp.micro_batches, mp.schedule);
     if (!mp.resume.empty()) fmt::print("resumed from {} at iter {}\n", mp.resume, state.iter);
   }
@@ -67,18 +71,16 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
   for (; it < cfg.max_iters; ++it) {
     const auto t0 = std::chrono::steady_clock::now();
     const nn::data::Batch batch = ds.get_batch(nn::data::Split::Train, cfg.batch_size, cfg.model.block_size, data_gen);
-    stage.zero_grad();
-    const PipelineStepResult r = grid_step(stage, groups, batch.x, batch.y, mp.micro_batches, schedule);
-    const double norm = grid_grad_norm(stage, groups);
-    if (cfg.grad_clip > 0) nn::scale_grads_(stage.parameters(), nn::clip_coefficient(norm, cfg.grad_clip));
-    optimizer.set_lr(lr_schedule.at(it));
-    optimizer.step();
+    dp->zero_grad();
+    const PipelineStepResult r = grid_step(*dp, groups, batch.x, batch.y, mp.micro_batches, schedule);
+    dp->set_lr(lr_schedule.at(it));
+    const double norm = dp->step(cfg.grad_clip);  // the whole model's norm, clipped to grad_clip
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     step_ms.push_back(ms);
     if (!mp.out.empty() && mp.save_every > 0 && (it + 1) % mp.save_every == 0) {
       state.iter = it + 1;
       state.dropout_gen = default_generator();
-      save_grid_checkpoint(mp.out, stage, optimizer, groups, world, cfg.model, state);
+      save_grid_checkpoint(mp.out, *dp, groups, world, cfg.model, state);
     }
     if (lead && it % cfg.log_interval == 0) {
       fmt::print("iter {:5d}: loss {:.4f}, grad norm {:.3f}, {:.1f} ms/iter, {:.0f} tokens/s\n", it, r.loss, norm, ms,
@@ -97,7 +99,13 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
     fmt::print("trained {} iterations: median step {:.2f} ms, {:.0f} tokens/s\n", step_ms.size(), median,
                tokens_per_iter / median * 1e3);
   }
-  // Each rank's peak resident memory (its piece of the model, its moments, its activations).
+  // What rank 0 keeps of the model (its stage's piece, or its dp shard of that) with this step's
+  // gradients held, and each rank's peak resident memory (that, its activations, the process).
+  const MemoryUse use = memory_use(*dp);
+  constexpr double kMiB = 1 << 20;
+  if (lead && !step_ms.empty())
+    fmt::print("model state on rank 0: parameters {:.2f} MiB, gradients {:.2f} MiB, optimizer {:.2f} MiB\n",
+               use.params / kMiB, use.grads / kMiB, use.optimizer / kMiB);
   double peak = peak_memory_mib(kCPU);
   std::vector<double> peaks(static_cast<std::size_t>(world.world_size()));
   world.all_gather(collectives::buffer(std::span<const double>(&peak, 1)), collectives::buffer(std::span<double>(peaks)));
@@ -109,7 +117,7 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
   if (!mp.out.empty()) {
     state.iter = it;
     state.dropout_gen = default_generator();
-    save_grid_checkpoint(mp.out, stage, optimizer, groups, world, cfg.model, state);
+    save_grid_checkpoint(mp.out, *dp, groups, world, cfg.model, state);
     if (lead) fmt::print("saved {} (the whole model: it resumes on any layout, or one process)\n", mp.out);
   }
   return 0;

@@ -1,10 +1,11 @@
 // train_gpt's model-parallel path (--tp, --pp, --cp): the GPT on a dp x pp x cp x tp grid of the
 // job's ranks, trained with grid_step (nn/parallel/grid_training.h), the data-parallel size the
-// rest of the world. Checkpoints are the one-process format (nn/parallel/grid_checkpoint.h).
+// rest of the world and --strategy the data-parallel strategy inside its groups. Checkpoints are the one-process format (nn/parallel/grid_checkpoint.h).
 #pragma once
 
 #include <string>
 
+#include "nn/parallel/make_data_parallel.h"
 #include "nn/transformer/train_config.h"
 
 namespace ringgrad::examples {
@@ -12,6 +13,8 @@ namespace ringgrad::examples {
 struct ModelParallelOptions {
   int tp = 1, pp = 1, cp = 1;
   bool sp = false;  // sequence parallelism inside the tp groups
+  std::string strategy = "ddp";  // the data-parallel strategy inside the dp groups (make_data_parallel's names)
+  nn::parallel::DataParallelOptions dp_options;  // its knobs (bucket size, overlap)
   int micro_batches = 1;         // per data-parallel replica and step
   std::string schedule = "1f1b";  // or afab
   std::string log, out, resume;  // JSON lines; checkpoint written at the end; checkpoint to continue

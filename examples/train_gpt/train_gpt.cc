@@ -379,7 +379,7 @@ int main(int argc, char** argv) {
   if (mp.tp * mp.pp * mp.cp > 1) {
     // The model-parallel path trains on the CPU with its own grid; a flag it would not honour is refused by name.
     std::vector<std::string> refused;
-    for (const char* name : {"--strategy", "--bucket_cap_mb", "--overlap", "--accumulation", "--time_budget",
+    for (const char* name : {"--accumulation", "--time_budget",
                              "--device", "--dtype", "--backend", "--eval_interval", "--eval_iters", "--sample_tokens",
                              "--temperature", "--top_k"})
       if (app.count(name) > 0) refused.push_back(name);
@@ -388,6 +388,9 @@ int main(int argc, char** argv) {
                          "without evaluation or sampling)\n", fmt::join(refused, ", "), refused.size() == 1 ? "is" : "are");
       return 2;
     }
+    mp.strategy = dist.strategy;
+    mp.dp_options.bucket_cap_mb = dist.bucket_cap_mb;
+    mp.dp_options.overlap = dist.overlap;
     mp.log = paths.log;
     mp.out = paths.out;
     mp.save_every = paths.save_every;

@@ -45,9 +45,18 @@ double DataParallel::step(double max_grad_norm) {
   if (max_grad_norm > 0) {
     // Clipping as clip_grad_norm_, over the tensors the optimizer updates (shards, where the
     // strategy shards), with the norm taken over every rank's part.
-    std::vector<Tensor> updated;
-    for (const auto& group : optimizer_->param_groups()) updated.insert(updated.end(), group.params.begin(), group.params.end());
-    norm = std::sqrt(global_norm_squared(grad_norm_squared(updated)));
+    std::vector<Tensor> updated, counted;
+    for (std::size_t i = 0; i < params_.size(); ++i) {
+      const Tensor& u = optimizer_->param_groups()[slot_[i].first].params[slot_[i].second];
+      updated.push_back(u);
+      if (!norm_scope_.counts || norm_scope_.counts(param_names_[i])) counted.push_back(u);
+    }
+    double sum = global_norm_squared(grad_norm_squared(counted));
+    for (collectives::Communicator* group : norm_scope_.groups) {
+      group->all_reduce(collectives::ConstBuffer(&sum, 1, collectives::DType::kFloat64),
+                        collectives::Buffer(&sum, 1, collectives::DType::kFloat64), collectives::ReduceOp::SUM);
+    }
+    norm = std::sqrt(sum);
     scale_grads_(updated, clip_coefficient(norm, max_grad_norm));
   }
   optimizer_->step();

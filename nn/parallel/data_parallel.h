@@ -58,6 +58,11 @@ class DataParallel {
   /// (averaged); inside, they only accumulate locally. What p.grad() holds when it returns is
   /// the strategy's (its header says): DDP's are already the average over ranks.
   virtual void backward(const Tensor& loss) { ringgrad::backward(loss); }
+  /// For a caller whose backward is not one loss's (a pipeline schedule runs one backward per
+  /// micro-batch, all inside no_sync()): reduces across ranks what those backwards accumulated,
+  /// as a backward outside no_sync() would have. DDP and ddp-naive all-reduce here, so p.grad()
+  /// is the average when it returns; ZeRO and FSDP leave it to step()'s reduce-scatter.
+  virtual void sync_gradients() {}
   /// Finishes the gradient communication backward left (ZeRO, FSDP), clips the global gradient
   /// norm to `max_grad_norm` when positive, and updates the parameters. Returns the norm before
   /// clipping (0 when not clipping).
@@ -80,6 +85,17 @@ class DataParallel {
     bool previous_;
   };
   [[nodiscard]] NoSync no_sync() { return NoSync(*this); }
+
+  /// Model parallelism: when each rank holds a piece of the model, the norm step() clips by
+  /// must still be the whole model's. `counts(name)` says whether this rank's copy of a
+  /// parameter adds to it (a replica held by several ranks counts on one of them), and the sum
+  /// of squares is also added up over `groups` (the tensor- and pipeline-parallel groups), which
+  /// every rank of this strategy calls with it. Default: every parameter, this strategy's ranks.
+  struct NormScope {
+    std::function<bool(const std::string& name)> counts;
+    std::vector<collectives::Communicator*> groups;
+  };
+  void set_norm_scope(NormScope scope) { norm_scope_ = std::move(scope); }
 
   const CommStats& stats() const { return stats_; }
   void reset_stats() { stats_ = {}; }
@@ -111,6 +127,7 @@ class DataParallel {
   std::unique_ptr<Optimizer> optimizer_;
   bool sync_enabled_ = true;
   CommStats stats_;
+  NormScope norm_scope_;
 
   // Checkpoints (training_state.cc, which defines these defaults for replicas): the full value
   // of parameter i / of optimizer state `name` of parameter i (collective for sharded

@@ -69,6 +69,11 @@ void DistributedDataParallel::backward(const Tensor& loss) {
   if (sync_enabled_) finish_all_reduces();
 }
 
+void DistributedDataParallel::sync_gradients() {
+  next_launch_ = 0;
+  finish_all_reduces();
+}
+
 void DistributedDataParallel::on_gradient_ready(std::size_t i) {
   Bucket& b = buckets_[bucket_of_[i]];
   const Tensor& view = b.views[position_in_[i]];

@@ -27,6 +27,8 @@ class DistributedDataParallel : public DataParallel {
   /// Backward, the buckets all-reduced as they fill; outside no_sync() it returns once every
   /// bucket is averaged. After no_sync() backwards, this averages what they accumulated too.
   void backward(const Tensor& loss) override;
+  /// Every bucket all-reduced now, in order, nothing overlapped (what no_sync() backwards accumulated).
+  void sync_gradients() override;
   /// Zeroes the buckets; each gradient stays a view into its bucket.
   void zero_grad() override;
   /// Parameter indices of each bucket, in launch order (for tests and printing).

@@ -8,7 +8,11 @@ namespace ringgrad::nn::parallel {
 
 void NaiveDataParallel::backward(const Tensor& loss) {
   DataParallel::backward(loss);
-  if (!sync_enabled_ || comm_.world_size() == 1) return;
+  if (sync_enabled_) sync_gradients();
+}
+
+void NaiveDataParallel::sync_gradients() {
+  if (comm_.world_size() == 1) return;
   timed_wait([&] {
     for (Tensor& p : params_) {
       // A parameter this rank did not use still takes part, with a zero gradient: every rank

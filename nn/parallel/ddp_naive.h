@@ -13,6 +13,7 @@ class NaiveDataParallel : public DataParallel {
   using DataParallel::DataParallel;
   std::string name() const override { return "ddp-naive"; }
   void backward(const Tensor& loss) override;
+  void sync_gradients() override;
 };
 
 }  // namespace ringgrad::nn::parallel

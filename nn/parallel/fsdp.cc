@@ -100,7 +100,7 @@ void FullyShardedDataParallel::backward(const Tensor& loss) {
 }
 
 void FullyShardedDataParallel::on_gradient_ready(Unit& unit) {
-  if (--unit.pending > 0 || !sync_enabled_) return;
+  if (!sync_enabled_ || --unit.pending > 0) return;  // inside no_sync() nothing is counted or sent
   // The unit's gradients are complete: send each to its owner, then drop the full copies.
   for (std::size_t i : unit.members) {
     reduce_scatter_gradient(i);
@@ -112,12 +112,14 @@ void FullyShardedDataParallel::on_gradient_ready(Unit& unit) {
 
 void FullyShardedDataParallel::before_step() {
   if (!sync_enabled_) return;
-  for (auto& unit : units_) {  // units some parameter of which received no gradient
-    if (unit.reduced) continue;
-    for (std::size_t i : unit.members) {
-      reduce_scatter_gradient(i);
-      params_[i].set_grad(Tensor());
+  for (auto& unit : units_) {  // units some parameter of which received no gradient, or all after no_sync()
+    if (!unit.reduced) {
+      for (std::size_t i : unit.members) {
+        reduce_scatter_gradient(i);
+        params_[i].set_grad(Tensor());
+      }
     }
+    unit.reduced = false;  // the next step starts afresh
   }
   finish_reduce_scatters();
   for (auto& unit : units_) {

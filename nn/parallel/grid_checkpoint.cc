@@ -1,5 +1,6 @@
-// Gathering a grid's pieces into one GPT and AdamW on rank 0 (then save_checkpoint), and cutting
-// a whole checkpoint into this rank's pieces (load_checkpoint, then shard_of).
+// Gathering a grid's pieces into one GPT and AdamW on rank 0 (the strategy's full_state_dict over
+// dp, the tp pieces joined, the stages sent to rank 0), and cutting a whole checkpoint into this
+// rank's pieces (shard_of over tp, then the strategy's load_full_state_dict over dp).
 #include "nn/parallel/grid_checkpoint.h"
 
 #include <map>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "nn/parallel/tensor_buffer.h"
+#include "nn/parallel/training_state.h"
 #include "nn/parallel/tensor_parallel_gpt.h"
 #include "nn/safetensors.h"
 #include "tensor/view.h"
@@ -17,19 +19,6 @@ namespace ringgrad::nn::parallel {
 namespace {
 
 using collectives::Communicator;
-
-// The optimizer's state tensors of parameter `p` (found by identity in its groups).
-std::vector<Tensor*> moments_of(Optimizer& optimizer, const Tensor& p) {
-  const auto& groups = optimizer.param_groups();
-  for (std::size_t g = 0; g < groups.size(); ++g)
-    for (std::size_t i = 0; i < groups[g].params.size(); ++i)
-      if (groups[g].params[i].raw_data() == p.raw_data()) {
-        std::vector<Tensor*> out;
-        for (const std::string& name : optimizer.state_names()) out.push_back(&optimizer.state(g, i, name));
-        return out;
-      }
-  throw std::logic_error("grid checkpoint: a parameter is not in the optimizer");
-}
 
 // The whole tensor from the tp group's pieces of `mine` (spec: how it is cut), `rows` rows
 // when the vocabulary was padded.
@@ -66,17 +55,24 @@ int owner(const std::string& name, const GPTConfig& c, int stages) {
 
 }  // namespace
 
-void save_grid_checkpoint(const std::string& path, PipelineStage& stage, Optimizer& optimizer, GridGroups& groups,
+void save_grid_checkpoint(const std::string& path, DataParallel& dp, GridGroups& groups,
                           collectives::Communicator& world, const GPTConfig& config, const TrainState& state) {
-  // Every tp group joins its pieces (the all-gathers are collectives of the group).
+  auto& stage = dynamic_cast<PipelineStage&>(dp.module());
+  // The stage's whole tensors on dp rank 0 (the strategy gathers its shards over the dp group).
+  const StateDict replica = full_state_dict(dp);
+  const std::int64_t steps = dp.optimizer().steps();
+  const std::vector<std::string> states = steps > 0 ? dp.optimizer().state_names() : std::vector<std::string>{};
+  // Every tp group of replica 0 joins its pieces (the all-gathers are collectives of the group).
   std::map<std::string, std::vector<Tensor>> whole;  // name -> parameter, then its moments
-  for (auto& [name, p] : stage.named_parameters()) {
-    if (name == "wte.weight" && stage.tied_copies() && stage.is_last()) continue;  // the first stage's copy is saved
-    const ShardSpec spec = shard_spec(name);
-    const std::int64_t rows = spec.padded ? config.vocab_size : 0;
-    std::vector<Tensor>& out = whole[name];
-    out.push_back(whole_of(p, spec, *groups.tp, rows));
-    for (Tensor* m : moments_of(optimizer, p)) out.push_back(whole_of(*m, spec, *groups.tp, rows));
+  if (groups.dp->rank() == 0) {
+    for (auto& [name, p] : stage.named_parameters()) {
+      if (name == "wte.weight" && stage.tied_copies() && stage.is_last()) continue;  // the first stage's copy is saved
+      const ShardSpec spec = shard_spec(name);
+      const std::int64_t rows = spec.padded ? config.vocab_size : 0;
+      std::vector<Tensor>& out = whole[name];
+      out.push_back(whole_of(replica.at(name), spec, *groups.tp, rows));
+      for (const std::string& s : states) out.push_back(whole_of(replica.at("optimizer." + s + "." + name), spec, *groups.tp, rows));
+    }
   }
   // Replica 0 of each stage (dp 0, cp 0, tp 0) sends to pp rank 0 of its pipeline: rank 0.
   const bool replica0 = groups.dp->rank() == 0 && groups.cp->rank() == 0 && groups.tp->rank() == 0;
@@ -92,19 +88,17 @@ void save_grid_checkpoint(const std::string& path, PipelineStage& stage, Optimiz
     GPT model(config);  // shapes and names only
     default_generator() = saved;
     StateDict file;
-    const std::vector<std::string> states = optimizer.state_names();
     for (auto& [name, p] : model.named_parameters()) {
       const int from = owner(name, config, pp.world_size());
       for (std::size_t i = 0; i <= states.size(); ++i) {
         Tensor t = Tensor::empty(p.shape(), p.dtype());
         if (from == 0) kernels::copy_(t, whole.at(name)[i]);
         else pp.recv(as_buffer(t), from);
-        if (i == 0) file.emplace(name, t);
-        else if (optimizer.steps() > 0) file.emplace("optimizer." + states[i - 1] + "." + name, t);
+        file.emplace(i == 0 ? name : "optimizer." + states[i - 1] + "." + name, t);
       }
     }
-    file.emplace("optimizer.steps", Tensor::full({1}, static_cast<double>(optimizer.steps()), DType::Int64));
-    std::map<std::string, std::string> meta = checkpoint_metadata(config, state, optimizer.steps());
+    file.emplace("optimizer.steps", Tensor::full({1}, static_cast<double>(steps), DType::Int64));
+    std::map<std::string, std::string> meta = checkpoint_metadata(config, state, steps);
     meta.emplace("layout", groups.grid.describe().substr(0, groups.grid.describe().find('\n')));
     meta.emplace("world_size", std::to_string(world.world_size()));
     save_safetensors(path, file, meta);
@@ -112,7 +106,7 @@ void save_grid_checkpoint(const std::string& path, PipelineStage& stage, Optimiz
   world.barrier();  // nobody reads the file before it is complete
 }
 
-TrainState load_grid_checkpoint(const std::string& path, PipelineStage& stage, Optimizer& optimizer, GridGroups& groups) {
+TrainState load_grid_checkpoint(const std::string& path, DataParallel& dp, GridGroups& groups) {
   const SafetensorsFile file = load_safetensors(path);
   const TrainState state = checkpoint_state(file.metadata, path);
   auto get = [&](const std::string& name, const Shape& shape) -> const Tensor& {
@@ -123,8 +117,14 @@ TrainState load_grid_checkpoint(const std::string& path, PipelineStage& stage, O
                                               shape_str(shape)));
     return it->second;
   };
+  auto& stage = dynamic_cast<PipelineStage&>(dp.module());
   const GPTConfig& c = stage.config();
-  const std::int64_t steps = get("optimizer.steps", {1}).item<std::int64_t>();
+  // This rank's piece of every tensor, under the stage's names, for the strategy to take its part of.
+  StateDict piece;
+  const Tensor& steps = get("optimizer.steps", {1});
+  piece.emplace("optimizer.steps", steps);
+  const std::vector<std::string> states =
+      steps.item<std::int64_t>() > 0 ? dp.optimizer().state_names() : std::vector<std::string>{};
   const int tp = stage.is_split() ? groups.tp->world_size() : 1;
   for (auto& [name, p] : stage.named_parameters()) {
     const ShardSpec spec = stage.is_split() ? shard_spec(name) : ShardSpec{};
@@ -132,14 +132,12 @@ TrainState load_grid_checkpoint(const std::string& path, PipelineStage& stage, O
     Shape whole = p.shape();
     if (spec.dim >= 0) whole[static_cast<std::size_t>(spec.dim)] *= tp;
     if (spec.padded) whole[0] = c.vocab_size;
-    kernels::copy_(p, shard_of(get(name, whole), spec, groups.tp->rank(), tp));
-    if (steps == 0) continue;
-    const std::vector<std::string> states = optimizer.state_names();
-    const std::vector<Tensor*> mine = moments_of(optimizer, p);
-    for (std::size_t i = 0; i < mine.size(); ++i)
-      kernels::copy_(*mine[i], shard_of(get("optimizer." + states[i] + "." + name, whole), spec, groups.tp->rank(), tp));
+    piece.emplace(name, shard_of(get(name, whole), spec, groups.tp->rank(), tp));
+    for (const std::string& s : states)
+      piece.emplace("optimizer." + s + "." + name,
+                    shard_of(get("optimizer." + s + "." + name, whole), spec, groups.tp->rank(), tp));
   }
-  optimizer.set_steps(steps);
+  load_full_state_dict(dp, piece);
   return state;
 }
 

@@ -5,16 +5,18 @@
 //   the global batch [B, T]  --rows of data-parallel replica d, positions of cp rank k-->
 //     [B/dp, T/cp]  --> pipeline_step over the pp group, each stage's layers split over its tp
 //     group, its attention a ring over the cp group
-//     --> every gradient averaged over the cp group, then the dp group (equal parts of the batch)
+//     --> every gradient averaged over the cp group, then over the dp group by the chosen
+//     data-parallel strategy (DDP's buckets, or ZeRO's and FSDP's reduce-scatter to shards)
 //
 // so the step's gradients are those of one process on the whole batch, and each rank's
-// optimizer step updates its own piece of the model.
+// optimizer step updates its own piece of the model (its dp shard of it, under ZeRO and FSDP).
 #pragma once
 
 #include <memory>
 
 #include "collectives/communicator.h"
 #include "collectives/process_grid.h"
+#include "nn/parallel/make_data_parallel.h"
 #include "nn/parallel/pipeline_schedule.h"
 
 namespace ringgrad::nn::parallel {
@@ -34,20 +36,29 @@ struct GridGroups {
 /// The stage of `full` this rank holds: stage = its pp coordinate, split over its tp group
 /// when tp > 1, on its cp group's share of each sequence when cp > 1.
 /// With sequence_parallel (and tp > 1) the stage keeps T/p positions between its layers.
-PipelineStage make_stage(const GPT& full, GridGroups& groups, bool sequence_parallel = false);
+std::shared_ptr<PipelineStage> make_stage(const GPT& full, GridGroups& groups, bool sequence_parallel = false);
+
+/// The data-parallel strategy `strategy` (make_data_parallel's names: ddp-naive, ddp, zero1,
+/// zero2, fsdp) over the grid's dp group, around this rank's `stage`. Its optimizer, from
+/// `make_optimizer` over the stage's weight_decay_groups, holds the stage's parameters (or this
+/// dp rank's shards of them); FSDP gathers one block at a time; and step() clips by the whole
+/// model's gradient norm, as one process would compute it: each piece counted once
+/// (tensor-parallel replicas on tp rank 0, the last stage's copy of a tied wte not at all),
+/// summed over the tp and pp groups. A collective of the dp group (rank 0's values broadcast).
+std::unique_ptr<DataParallel> grid_data_parallel(const std::string& strategy, std::shared_ptr<PipelineStage> stage,
+                                                 GridGroups& groups, double weight_decay,
+                                                 const OptimizerFactory& make_optimizer,
+                                                 DataParallelOptions options = {});
 
 /// One step's forward and backward on the global batch idx/targets [B, T] (the same on every
-/// rank): replica d takes rows [d B/dp, (d+1) B/dp) and cp rank k positions [k T/cp, (k+1)
-/// T/cp) of them, its pipeline runs `micro_batches` micro-batches, and the gradients are
-/// averaged over cp and dp. Returns the global batch's mean loss on every rank. The optimizer
-/// step is the caller's. Throws std::invalid_argument when dp does not divide B or cp T (or
-/// what pipeline_step throws), naming the numbers.
-PipelineStepResult grid_step(PipelineStage& stage, GridGroups& groups, const Tensor& idx, const Tensor& targets,
+/// rank), for the stage `dp` wraps: replica d takes rows [d B/dp, (d+1) B/dp) and cp rank k
+/// positions [k T/cp, (k+1) T/cp) of them, its pipeline runs `micro_batches` micro-batches
+/// (their gradients accumulated inside dp.no_sync()), and the gradients are averaged over cp,
+/// then over dp by dp.sync_gradients() (or dp.step(), for sharded strategies). Returns the
+/// global batch's mean loss on every rank. dp.zero_grad() before and dp.step() after are the
+/// caller's. Throws std::invalid_argument when dp does not divide B or cp T (or what
+/// pipeline_step throws), naming the numbers.
+PipelineStepResult grid_step(DataParallel& dp, GridGroups& groups, const Tensor& idx, const Tensor& targets,
                              int micro_batches, PipelineSchedule schedule);
-
-/// The L2 norm of the whole model's gradient, as one process would compute it: each piece
-/// counted once (tensor-parallel replicas on tp rank 0, the last stage's copy of wte not at
-/// all), summed over the tp and pp groups. Every rank calls it; every rank gets it.
-double grid_grad_norm(PipelineStage& stage, GridGroups& groups);
 
 }  // namespace ringgrad::nn::parallel

@@ -1,5 +1,6 @@
 // What the model-parallel tests share: a small float64 GPT, random token batches, one process's
-// training step (the reference every layout is held to), the largest difference of two
+// training step (the reference every layout is held to), a grid's data-parallel strategy with
+// the reference's AdamW, the largest difference of two
 // tensors, and the piece of a whole GPT parameter a rank of a tensor-parallel group should
 // hold, written out from docs/model_parallel.md's layout (not taken from the library under test).
 #pragma once
@@ -12,6 +13,7 @@
 #include "autograd/ops.h"
 #include "collectives/communicator.h"
 #include "nn/optim.h"
+#include "nn/parallel/grid_training.h"
 #include "nn/transformer/gpt.h"
 #include "tensor/random.h"
 #include "tensor/tensor.h"
@@ -54,6 +56,15 @@ inline double one_process_step(nn::GPT& model, nn::AdamW& optimizer, const Tenso
 
 /// The AdamW both sides of every comparison use.
 inline const nn::AdamOptions kTestAdam{0.01, 0.9, 0.95, 1e-8};
+
+/// `strategy` over the grid's dp group around `stage`, with kTestAdam and weight decay 0.1.
+inline std::unique_ptr<nn::parallel::DataParallel> grid_strategy(const std::string& strategy,
+                                                                 std::shared_ptr<nn::parallel::PipelineStage> stage,
+                                                                 nn::parallel::GridGroups& groups) {
+  return nn::parallel::grid_data_parallel(strategy, std::move(stage), groups, 0.1, [](std::vector<nn::ParamGroup> g) {
+    return std::make_unique<nn::AdamW>(std::move(g), kTestAdam);
+  });
+}
 
 inline double max_abs_diff(const Tensor& a, const Tensor& b) {
   const auto x = kernels::contiguous(a.detach()).to_vector<double>(), y = kernels::contiguous(b.detach()).to_vector<double>();

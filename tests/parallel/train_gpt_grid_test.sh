@@ -1,6 +1,7 @@
 #!/bin/sh
 # train_gpt on a dp 1 x pp 2 x tp 2 grid of 4 real processes prints the training losses one
-# process prints (to the 4 decimals shown), on a small generated text; a checkpoint it saves
+# process prints (to the 4 decimals shown), on a small generated text, and so does dp 2 x tp 2
+# with ZeRO-1 or FSDP inside its data-parallel groups; a checkpoint it saves
 # resumes on one process with that process's losses; and a grid that does not divide the world
 # is refused with exit status 2, naming the numbers.
 # Usage: train_gpt_grid_test.sh RINGGRAD_RUN TRAIN_GPT
@@ -20,6 +21,12 @@ echo "one process:"; cat "$dir/one.txt"
 echo "pp 2 x tp 2:"; cat "$dir/grid.txt"
 test -s "$dir/one.txt"
 cmp "$dir/one.txt" "$dir/grid.txt"
+# dp 2 x tp 2 with the sharded strategies inside the dp groups: the same losses.
+for strategy in zero1 fsdp; do
+  "$run" --nproc-per-node 4 "$train" $base --tp 2 --strategy $strategy --max_iters 21 | losses > "$dir/$strategy.txt"
+  echo "dp 2 x tp 2, $strategy:"; cat "$dir/$strategy.txt"
+  cmp "$dir/one.txt" "$dir/$strategy.txt"
+done
 # Saved on the grid after iteration 10, resumed on one process: that process's losses from there.
 "$run" --nproc-per-node 4 "$train" $base $grid --max_iters 11 --out "$dir/ckpt.safetensors" > /dev/null
 "$train" $base $one --max_iters 21 --resume "$dir/ckpt.safetensors" | losses > "$dir/resumed.txt"
