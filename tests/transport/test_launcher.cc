@@ -1,4 +1,5 @@
-// ringgrad-run: the environment it gives each rank, the [rank N] prefix on every line, stopping
+// ringgrad-run: the environment it gives each rank, the [rank N] prefix on every line, an
+// error line all ranks print shown once, stopping
 // all ranks when one fails or on Ctrl-C, binding ranks to CPUs, and a real ringgrad job started
 // with it.
 
@@ -51,13 +52,13 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 
 TEST_CASE("ringgrad-run gives each rank torchrun's environment and prefixes its lines") {
   Outcome o = sh(run + " --nproc-per-node 3 -- sh -c 'echo $RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $MASTER_ADDR "
-                       "${MASTER_PORT:+port} ${RINGGRAD_JOB_ID:+job}; echo to stderr >&2; printf no-newline'");
+                       "${MASTER_PORT:+port} ${RINGGRAD_JOB_ID:+job}; echo to stderr from $RANK >&2; printf no-newline'");
   INFO(o.out << o.err);
   REQUIRE(o.exit_code == 0);
   for (int r = 0; r < 3; ++r) {
     CHECK(contains(o.out, fmt::format("[rank {}] {} {} 3 3 127.0.0.1 port job\n", r, r, r)));
     CHECK(contains(o.out, fmt::format("[rank {}] no-newline\n", r)));
-    CHECK(contains(o.err, fmt::format("[rank {}] to stderr\n", r)));
+    CHECK(contains(o.err, fmt::format("[rank {}] to stderr from {}\n", r, r)));
   }
   o = sh(run + " --nnodes 2 --node-rank 1 --nproc-per-node 2 --master-addr 10.9.8.7 --master-port 1234 "
                "sh -c 'echo $RANK $LOCAL_RANK $WORLD_SIZE $MASTER_ADDR $MASTER_PORT $RINGGRAD_JOB_ID'");
@@ -87,6 +88,25 @@ TEST_CASE("ringgrad-run passes on a line without end in pieces instead of holdin
   CHECK(xs == 300000);
   CHECK(lines >= 3);  // 300,000 bytes in pieces of 64-128 KiB
   CHECK(longest <= (64u << 10) + 65536 + 9);  // the held piece plus at most one read
+}
+
+TEST_CASE("ringgrad-run shows a stderr line every rank prints alike once, and says so") {
+  // Each of 3 ranks prints the same error (after a pause, so the ranks' lines interleave), its
+  // own line, and the same error again; stdout is passed on untouched.
+  Outcome o = sh(run + " --nproc-per-node 3 -- sh -c 'sleep 0.$RANK; echo batch 7 does not divide >&2; "
+                       "echo mine $RANK >&2; echo batch 7 does not divide >&2; echo out'");
+  INFO(o.err);
+  CHECK(o.exit_code == 0);
+  const auto count = [&](const std::string& part) {
+    std::size_t n = 0;
+    for (std::size_t at = o.err.find(part); at != std::string::npos; at = o.err.find(part, at + 1)) ++n;
+    return n;
+  };
+  CHECK(count("] batch 7 does not divide\n") == 2);  // rank 0's, both times: a rank's own repeat is shown
+  CHECK(count("[rank 0] batch 7 does not divide\n") == 2);
+  for (int r = 0; r < 3; ++r) CHECK(contains(o.err, fmt::format("[rank {}] mine {}\n", r, r)));
+  CHECK(contains(o.err, "ringgrad-run: ranks 1, 2 printed 4 stderr lines another rank had printed first; shown once"));
+  for (int r = 0; r < 3; ++r) CHECK(contains(o.out, fmt::format("[rank {}] out\n", r)));
 }
 
 TEST_CASE("ringgrad-run stops the other ranks when one fails and reports it") {

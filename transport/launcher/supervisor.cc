@@ -7,6 +7,7 @@
 #include "transport/shared_memory.h"
 #include "transport/launcher/supervisor.h"
 #include "transport/launcher/desync_report.h"
+#include "transport/launcher/repeated_lines.h"
 
 #include <fcntl.h>
 #include <poll.h>
@@ -43,7 +44,14 @@ struct Stream {
   int fd = -1;      // read end of the pipe; -1 once closed
   int out = 1;      // where its lines go: 1 (stdout) or 2 (stderr)
   std::string partial;
+  RepeatedLines* repeats = nullptr;  // stderr: lines another rank showed are held back
 };
+
+// The line with the rank's prefix, or nothing when it repeats another rank's stderr line.
+std::string prefixed(const Stream& s, int rank, std::string_view line) {
+  if (s.repeats != nullptr && !s.repeats->show(line, rank)) return "";
+  return fmt::format("[rank {}] {}\n", rank, line);
+}
 
 struct Child {
   RankSpec spec;
@@ -75,12 +83,12 @@ bool pump(Stream& s, int rank) {
   std::string lines;
   size_t start = 0;
   for (size_t nl; (nl = s.partial.find('\n', start)) != std::string::npos; start = nl + 1)
-    lines += fmt::format("[rank {}] {}\n", rank, std::string_view(s.partial).substr(start, nl - start));
+    lines += prefixed(s, rank, std::string_view(s.partial).substr(start, nl - start));
   s.partial.erase(0, start);
   // At EOF the last piece goes out as a line; so does a piece that reaches kMaxLine, so a rank
   // that never ends its line (a progress bar redrawn with '\r') cannot grow this buffer forever.
   if ((n <= 0 || s.partial.size() >= kMaxLine) && !s.partial.empty()) {
-    lines += fmt::format("[rank {}] {}\n", rank, std::exchange(s.partial, {}));
+    lines += prefixed(s, rank, std::exchange(s.partial, {}));
   }
   write_all(s.out, lines);
   if (n > 0) return true;
@@ -94,7 +102,7 @@ void drain(Stream& s, int rank) {
   while (s.fd >= 0 && pump(s, rank)) {
   }
   if (s.fd < 0) return;  // EOF: pump flushed and closed it
-  if (!s.partial.empty()) write_all(s.out, fmt::format("[rank {}] {}\n", rank, std::exchange(s.partial, {})));
+  if (!s.partial.empty()) write_all(s.out, prefixed(s, rank, std::exchange(s.partial, {})));
   ::close(s.fd);
   s.fd = -1;
 }
@@ -191,6 +199,7 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
   char dumps_template[] = "/tmp/ringgrad-flight-XXXXXX";
   const std::string dumps_dir = ::mkdtemp(dumps_template) != nullptr ? dumps_template : "";
   std::vector<Child> children(ranks.size());
+  RepeatedLines repeats;
   for (size_t i = 0; i < ranks.size(); ++i) {
     Child& c = children[i];
     c.spec = ranks[i];
@@ -202,7 +211,7 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
     for (int s = 0; s < 2; ++s) {
       ::close(pipes[s][1]);
       ::fcntl(pipes[s][0], F_SETFL, O_NONBLOCK);
-      c.streams[s] = {pipes[s][0], s + 1, {}};
+      c.streams[s] = {pipes[s][0], s + 1, {}, s == 1 ? &repeats : nullptr};
     }
   }
 
@@ -300,6 +309,7 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
     // it, collectives/links/shm_peers.cc) leaves the segment in /dev/shm: remove it.
     transport::remove_segments_of(c.pid);
   }
+  if (const std::string held = repeats.summary(); !held.empty()) write_all(2, fmt::format("ringgrad-run: {}\n", held));
   ::close(signals);
   ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
   if (!dumps_dir.empty()) {
