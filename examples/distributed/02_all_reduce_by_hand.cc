@@ -9,6 +9,7 @@
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "collectives/communicator.h"
+#include "examples/distributed/launch.h"
 #include "examples/distributed/toy.h"
 #include "nn/optim.h"
 #include "nn/parallel/tensor_buffer.h"
@@ -16,7 +17,7 @@
 using namespace ringgrad;
 
 int main() {
-  collectives::Communicator comm(transport::Config::from_env());
+  collectives::Communicator comm(launch::job_or_exit("02_all_reduce_by_hand"));
   const int rank = comm.rank(), world = comm.world_size();
   auto model = toy::make_model();  // same seed on every rank: the same starting point
   nn::SGD optimizer({{model->parameters()}}, 0.1, 0.9);

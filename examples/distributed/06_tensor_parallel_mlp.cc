@@ -14,6 +14,7 @@
 #include "autograd/ops.h"
 #include "collectives/communicator.h"
 #include "examples/distributed/compare.h"
+#include "examples/distributed/launch.h"
 #include "nn/linear.h"
 #include "nn/optim.h"
 #include "nn/parallel/tensor_parallel_linear.h"
@@ -26,7 +27,7 @@ using nn::parallel::ColumnParallelLinear;
 using nn::parallel::RowParallelLinear;
 
 int main() {
-  collectives::Communicator tp(transport::Config::from_env());
+  collectives::Communicator tp(launch::job_or_exit("06_tensor_parallel_mlp"));
   const int rank = tp.rank(), p = tp.world_size();
   constexpr std::int64_t kBatch = 16, kC = 24;  // 4C = 96 hidden units, 96/p per rank
   manual_seed(1);

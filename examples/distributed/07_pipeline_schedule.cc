@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "collectives/communicator.h"
+#include "examples/distributed/launch.h"
 #include "nn/parallel/pipeline_schedule.h"
 #include "tensor/random.h"
 
@@ -38,7 +39,7 @@ std::vector<double> flatten(const PipelineStepResult& r, std::size_t slots) {
 }  // namespace
 
 int main() {
-  collectives::Communicator pp(transport::Config::from_env());
+  collectives::Communicator pp(launch::job_or_exit("07_pipeline_schedule"));
   const int stages = pp.world_size(), stage = pp.rank();
   nn::GPTConfig c;
   c.n_layer = 2 * stages;

@@ -14,6 +14,7 @@
 #include "autograd/transformer_ops.h"
 #include "collectives/communicator.h"
 #include "examples/distributed/compare.h"
+#include "examples/distributed/launch.h"
 #include "nn/parallel/ring_attention.h"
 #include "tensor/random.h"
 #include "tensor/view.h"
@@ -22,7 +23,7 @@ using namespace ringgrad;
 using compare::max_abs_diff;
 
 int main() {
-  collectives::Communicator cp(transport::Config::from_env());
+  collectives::Communicator cp(launch::job_or_exit("08_ring_attention"));
   const int rank = cp.rank(), c = cp.world_size();
   constexpr std::int64_t kB = 2, kT = 48, kC = 32, kH = 4;
   if (kT % c != 0) {

@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <vector>
 
@@ -64,6 +65,21 @@ struct Paths {
   std::string log, out, resume;
   std::int64_t save_every = 0;  // also write --out every this many iterations (0: at evaluations only)
 };
+
+// The default corpus from any working directory: ../shared/data/ from there (the repository
+// root, as the README runs it), or beside the repository this binary was built in
+// (<repository>/build/bin/train_gpt). Throws, naming both places, when it is in neither.
+std::string find_default_data(const std::string& relative) {
+  namespace fs = std::filesystem;
+  if (fs::is_regular_file(relative)) return relative;
+  std::error_code ec;
+  const fs::path beside = fs::read_symlink("/proc/self/exe", ec).parent_path() / "../.." / relative;
+  const fs::path found = fs::weakly_canonical(beside, ec);
+  if (!ec && fs::is_regular_file(found)) return found.string();
+  throw std::invalid_argument(fmt::format("no --data given, and the default {} is neither there (from {}) nor at {} "
+                                          "(beside the repository): pass --data PATH to the text file",
+                                          relative, fs::current_path(ec).string(), ec ? beside.string() : found.string()));
+}
 
 // --resume auto: the --out checkpoint when one is there (the run was restarted), else a fresh
 // start. Checkpoints are written atomically, so one that is there is whole.
@@ -367,6 +383,14 @@ int main(int argc, char** argv) {
   app.add_option(flag("pp_schedule"), mp.schedule, "With --pp: afab (GPipe) or 1f1b")->check(CLI::IsMember({"afab", "1f1b"}));
   add_config_flags(app, cfg);
   CLI11_PARSE(app, argc, argv);
+  if (app.count("--data") == 0) {
+    try {
+      paths.data = find_default_data(paths.data);
+    } catch (const std::invalid_argument& e) {
+      fmt::print(stderr, "train_gpt: {}\n", e.what());
+      return 2;
+    }
+  }
   if (mp.sp && mp.tp < 2) {
     fmt::print(stderr, "train_gpt: --sp splits the sequence inside the tensor-parallel groups: it needs --tp 2 or more\n");
     return 2;

@@ -5,7 +5,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
@@ -47,7 +46,7 @@ std::string CharTokenizer::decode(const std::vector<std::int64_t>& ids) const {
 }
 
 CharDataset CharDataset::from_file(const std::string& path) {
-  if (!std::filesystem::is_regular_file(path)) throw DataError(path + ": no such file");
+  require_file(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) throw DataError(path + ": cannot open");
   const std::string text{std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};

@@ -34,8 +34,13 @@ std::uint32_t big_endian(const std::uint8_t* b) {
 
 }  // namespace
 
-IdxArray read_idx(const std::string& path) {
+void require_file(const std::string& path) {
+  if (std::filesystem::is_directory(path)) throw DataError(path + ": is a directory, not a file");
   if (!std::filesystem::is_regular_file(path)) throw DataError(path + ": no such file");
+}
+
+IdxArray read_idx(const std::string& path) {
+  require_file(path);
   GzFile file(gzopen(path.c_str(), "rb"));
   if (!file) throw DataError(path + ": cannot open");
 

@@ -17,6 +17,10 @@ class DataError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Throws DataError unless `path` is a regular file: "PATH: no such file", or "PATH: is a
+/// directory, not a file".
+void require_file(const std::string& path);
+
 /// An unsigned-byte IDX array.
 struct IdxArray {
   std::vector<std::int64_t> shape;

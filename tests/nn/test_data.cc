@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "nn/data/char_dataset.h"
 #include "nn/data/fashion_mnist.h"
 #include "nn/data/idx.h"
 #include "nn/data/loader.h"
@@ -65,6 +66,9 @@ TEST_CASE("bad IDX files give errors naming the file and the problem") {
   REQUIRE_THROWS_WITH(read_idx(path), Catch::Contains("truncated: expected 8 bytes of data, found 5"));
   std::filesystem::remove(path);
   REQUIRE_THROWS_WITH(read_idx(path), Catch::Contains("no such file"));
+  const std::string folder = std::filesystem::temp_directory_path().string();
+  REQUIRE_THROWS_WITH(read_idx(folder), Catch::Contains(folder + ": is a directory, not a file"));
+  REQUIRE_THROWS_WITH(CharDataset::from_file(folder), Catch::Contains(folder + ": is a directory, not a file"));
 }
 
 TEST_CASE("a Fashion-MNIST folder of generated files loads, normalised") {
