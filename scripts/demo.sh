@@ -20,7 +20,7 @@ cmake --build build -j "$(nproc)" --target ringgrad-run train_mlp train_gpt
 run="build/bin/ringgrad-run --nproc-per-node 2"
 
 echo "== MLP 784-256-10 on Fashion-MNIST, 2 processes, DDP (global batch 64 = 2 x 32)"
-$run build/bin/train_mlp --data /usr/share/datasets/fashion-mnist --epochs 3 --batch-size 64 --hidden 256 \
+$run build/bin/train_mlp --data /usr/share/datasets/fashion-mnist --batch-size 64 --hidden 256 \
   --strategy ddp --log-every 300 --log build/demo_mlp.jsonl
 
 echo "== char-level GPT on $text, 2 processes, DDP, 300 iterations of the baby recipe"

@@ -15,6 +15,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "nn/data/fashion_mnist.h"
+#include "nn/lr_schedule.h"
 #include "nn/data/idx.h"
 #include "nn/data/loader.h"
 #include "nn/linear.h"
@@ -35,12 +36,13 @@ namespace {
 
 struct Options {
   std::string data_dir = "/usr/share/datasets/fashion-mnist";
-  int epochs = 3;
+  int epochs = 5;
   std::int64_t batch_size = 64;
   std::int64_t accumulation = 1;
   std::int64_t hidden = 256;
   std::string optimizer = "sgd";
-  double lr = 0.01;
+  std::string schedule = "cosine";  // or constant
+  double lr = 0.02;
   double momentum = 0.9;
   std::uint64_t seed = 0;
   std::string strategy = "ddp";
@@ -110,10 +112,14 @@ int run(const Options& opt) {
             device.str(), opt.dtype);
 
   std::int64_t step = 0;
+  // --schedule cosine: from lr down to 0 over the whole run, no warmup (decay set below, once
+  // the number of steps per epoch is known).
+  nn::CosineSchedule lr_schedule{opt.lr, 0.0, 0, 1};
   for (int epoch = 0; epoch < opt.epochs; ++epoch) {
     data::DistributedSampler sampler = acc.sampler(train.size(), true, opt.seed);
     sampler.set_epoch(epoch);
     const auto batches = data::make_batches(sampler.indices(), local_batch * opt.accumulation);
+    lr_schedule.decay_iters = static_cast<std::int64_t>(batches.size()) * opt.epochs;
     auto window_start = std::chrono::steady_clock::now();
     std::int64_t window_samples = 0;
     dp->reset_stats();
@@ -137,6 +143,7 @@ int run(const Options& opt) {
           dp->backward(loss);
         }
       }
+      if (opt.schedule == "cosine") dp->set_lr(lr_schedule.at(step));
       dp->step();
 
       ++step;
@@ -183,7 +190,9 @@ int main(int argc, char** argv) {
   app.add_option("--accumulation", opt.accumulation, "Micro-batches per step (gradient accumulation)")->check(CLI::PositiveNumber);
   app.add_option("--hidden", opt.hidden, "Width of the hidden layer")->check(CLI::PositiveNumber);
   app.add_option("--optimizer", opt.optimizer, "sgd (with momentum) or adam")->check(CLI::IsMember({"sgd", "adam"}));
-  app.add_option("--lr", opt.lr, "Learning rate");
+  app.add_option("--lr", opt.lr, "Learning rate (the peak, with --schedule cosine)");
+  app.add_option("--schedule", opt.schedule, "Learning rate over the run: cosine (from --lr down to 0) or constant")
+      ->check(CLI::IsMember({"cosine", "constant"}));
   app.add_option("--momentum", opt.momentum, "SGD momentum");
   app.add_option("--seed", opt.seed, "Seed of the initial weights and the shuffling");
   app.add_option("--strategy", opt.strategy, "Data parallelism: ddp-naive, ddp, zero1, zero2, fsdp")

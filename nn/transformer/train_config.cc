@@ -8,7 +8,7 @@ namespace ringgrad::nn {
 
 TrainConfig train_preset(const std::string& name) {
   TrainConfig c;  // the defaults are the baby recipe
-  c.model.tie_weights = false;  // as the PyTorch twin (shared/reference/torch_gpt.py) runs it
+  c.model.tie_weights = false;  // as its PyTorch twin (bench/compare/torch_gpt.py) runs it
   if (name == "baby") return c;
   if (name == "tiny") {
     c.model.n_layer = 2, c.model.n_head = 2, c.model.n_embd = 32, c.model.block_size = 32;

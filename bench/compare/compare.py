@@ -1,0 +1,295 @@
+#!/usr/bin/python3
+"""scripts/compare.sh's driver: ringgrad and each peer on the same work, in interleaved rounds.
+
+Each round runs every job of the chosen sections once, one after another, so a noisy neighbour
+slows every contender alike; the table gives each figure's median over the rounds with its
+range, and the ratio of the medians, oriented so that above 1 means ringgrad is faster. A peer
+that cannot run (not installed, or its run fails) stops the command with its name: no row is
+ever left blank.
+
+  compare.py [all|all_reduce|collectives|gpt|ddp|mlp ...] [--rounds 3] [--build build]
+             [--data tinyshakespeare.txt] [--out bench/results] [--python /usr/bin/python3]
+             [--mpirun mpirun] [--check-only]
+
+Sections: all_reduce (ringgrad over shared memory and TCP beside Open MPI over both, libgloo's
+ring_chunked and halving_doubling, PyTorch's gloo backend; 2 ranks, float32 sum, in place),
+collectives (all_gather, reduce_scatter, broadcast, all_to_all beside Open MPI), gpt (the baby
+GPT step, one process, one thread, beside its PyTorch twin), ddp (the baby GPT on 2 ranks x 12
+sequences beside PyTorch DDP), mlp (train_mlp's epoch, one process and 2 ranks, beside PyTorch).
+Writes <out>/compare.json (every measurement), compare_all_reduce.svg and compare_training.svg.
+"""
+import argparse
+import json
+import os
+import random
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import compare_plots
+
+HERE = Path(__file__).resolve().parent
+SECTIONS = ["all_reduce", "collectives", "gpt", "ddp", "mlp"]
+
+
+class PeerFailed(Exception):
+    pass
+
+
+def machine():
+    """CPU model, ISA, cores and load average: the line every figure is labelled with."""
+    model, flags = "unknown CPU", set()
+    for line in open("/proc/cpuinfo"):
+        if line.startswith("model name") and model == "unknown CPU":
+            model = line.split(":", 1)[1].strip()
+        if line.startswith("flags") and not flags:
+            flags = set(line.split(":", 1)[1].split())
+    isa = "AVX-512" if "avx512f" in flags else "AVX2" if "avx2" in flags else "SSE only"
+    return {"cpu": model, "isa": isa, "cores": os.cpu_count(), "load": open("/proc/loadavg").read().split()[:3]}
+
+
+class Job:
+    """One command of a round and what it measured: {peer: {key: value}}, keys like ("time_us", 8)."""
+
+    def __init__(self, section, peers, command, parse, env=None, needs=()):
+        self.section, self.peers, self.command, self.parse = section, peers, command, parse
+        self.env = env or {}
+        self.needs = needs  # (what, path) pairs that must exist before anything runs
+
+    def run(self, json_path):
+        command = [str(c).replace("{json}", json_path).replace("{port}", str(random.randint(20000, 40000)))
+                   for c in self.command]
+        done = subprocess.run(command, env={**os.environ, **self.env}, capture_output=True, text=True, timeout=900)
+        if done.returncode != 0:
+            raise PeerFailed(f"{' and '.join(self.peers)}: `{' '.join(command)}` exited {done.returncode}:\n"
+                             + (done.stdout + done.stderr)[-1500:])
+        try:
+            got = self.parse(done.stdout, json_path)
+        except (ValueError, KeyError, IndexError, json.JSONDecodeError) as e:
+            raise PeerFailed(f"{' and '.join(self.peers)}: no result in the output of `{' '.join(command)}` ({e}):\n"
+                             + done.stdout[-1500:])
+        for peer in self.peers:
+            if not got.get(peer):
+                raise PeerFailed(f"{peer}: `{' '.join(command)}` ran but measured nothing")
+        return got
+
+
+# --- Parsers: each turns one run's output into {peer: {key: value}} -------------------------
+
+def perf_rows(path, peer_of_algo):
+    rows = {}
+    for row in json.load(open(path))["rows"]:
+        peer = peer_of_algo(row["algo"])
+        if peer:
+            rows.setdefault(peer, {})[(row["collective"], row["size"])] = row["in_place"]["time_us"]
+            rows[peer][(row["collective"] + " busbw", row["size"])] = row["in_place"]["busbw"]
+    return rows
+
+
+def last_json_line(stdout):
+    return json.loads([line for line in stdout.splitlines() if line.startswith("{")][-1])
+
+
+def number_after(stdout, text):
+    line = [line for line in stdout.splitlines() if text in line][-1]
+    return float(line.split(text)[0].split()[-1].strip("(:"))
+
+
+def jobs_for(sections, args, sizes):
+    b = Path(args.build) / "bin"
+    run2 = [b / "ringgrad-run", "--nproc-per-node", "2"]
+    mpirun = [args.mpirun, "--oversubscribe", "-np", "2", "-x", "MASTER_ADDR=127.0.0.1", "-x", "MASTER_PORT={port}"]
+    sweep = ["-b", str(sizes[0]), "-e", str(sizes[-1]), "-f", "8", "-n", "50", "-w", "5", "--json", "{json}"]
+    python = args.python
+    torch = [("PyTorch (python3-torch)", python)]
+    jobs = []
+    if "all_reduce" in sections:
+        ours = lambda peer: lambda _, path: perf_rows(path, lambda a: peer if a.startswith("auto") else None)
+        mpi = lambda peer: lambda _, path: perf_rows(path, lambda a: peer if a == "mpi" else None)
+        gloo = {"gloo:ring_chunked": "gloo ring_chunked", "gloo:halving_doubling": "gloo halving_doubling"}
+        jobs += [
+            Job("all_reduce", ["ringgrad shm"], run2 + [b / "all_reduce_perf"] + sweep, ours("ringgrad shm")),
+            Job("all_reduce", ["ringgrad tcp"], run2 + [b / "all_reduce_perf"] + sweep, ours("ringgrad tcp"),
+                env={"RINGGRAD_SHM": "0"}),
+            Job("all_reduce", ["Open MPI shm"], mpirun + [b / "all_reduce_perf", "--backend", "both"] + sweep,
+                mpi("Open MPI shm"), needs=[("Open MPI (openmpi-bin)", args.mpirun)]),
+            Job("all_reduce", ["Open MPI tcp"], mpirun[:2] + ["--mca", "btl", "tcp,self"] + mpirun[2:]
+                + [b / "all_reduce_perf", "--backend", "both"] + sweep, mpi("Open MPI tcp"),
+                needs=[("Open MPI (openmpi-bin)", args.mpirun)]),
+            Job("all_reduce", list(gloo.values()), run2 + [b / "gloo_all_reduce_perf", "-a", "auto"] + sweep,
+                lambda _, path: perf_rows(path, gloo.get), env={"RINGGRAD_SHM": "0"},
+                needs=[("gloo (libgloo-dev, then a rebuild)", b / "gloo_all_reduce_perf")]),
+            Job("all_reduce", ["PyTorch gloo"], [python, HERE / "torch_all_reduce.py", "--port", "{port}", "--iters", "50",
+                                                 "--sizes"] + sizes,
+                lambda out, _: {"PyTorch gloo": {k: v for r in last_json_line(out)["rows"]
+                                                 for k, v in ((("all_reduce", r["size"]), r["time_us"]),
+                                                              (("all_reduce busbw", r["size"]), r["busbw"]))}},
+                needs=torch),
+        ]
+    if "collectives" in sections:
+        for tool in ["all_gather", "reduce_scatter", "broadcast", "all_to_all"]:
+            split = lambda a: "Open MPI shm" if a == "mpi" else "ringgrad shm" if a.startswith("auto") else None
+            jobs.append(Job("collectives", ["ringgrad shm", "Open MPI shm"],
+                            mpirun + [b / f"{tool}_perf", "--backend", "both", "-b", "8", "-e", "8M", "-f", "1024",
+                                      "-n", "50", "-w", "5", "--json", "{json}"],
+                            lambda _, path: perf_rows(path, split), needs=[("Open MPI (openmpi-bin)", args.mpirun)]))
+    gpt = ["--data", args.data, "--config", "baby", "--max_iters", "45", "--eval_interval", "100000",
+           "--sample_tokens", "0", "--log_interval", "100000", "--threads", "1"]
+    twin = [python, HERE / "torch_gpt.py", "--data", args.data, "--steps", "40", "--warmup_steps", "5", "--port", "{port}"]
+    if "gpt" in sections:
+        jobs += [Job("gpt", ["ringgrad"], [b / "train_gpt"] + gpt,
+                     lambda out, _: {"ringgrad": {("ms per step",): number_after(out, "ms:")}}),
+                 Job("gpt", ["PyTorch"], twin, lambda out, _: {"PyTorch": {("ms per step",): last_json_line(out)["ms_per_step_median"]}},
+                     needs=torch)]
+    if "ddp" in sections:
+        jobs += [Job("ddp", ["ringgrad"], run2 + [b / "train_gpt"] + gpt + ["--batch_size", "24", "--strategy", "ddp"],
+                     lambda out, _: {"ringgrad": {("tokens/s",): number_after(out, "tokens/s), ")}}),
+                 Job("ddp", ["PyTorch"], twin + ["--world_size", "2", "--batch_size", "12"],
+                     lambda out, _: {"PyTorch": {("tokens/s",): last_json_line(out)["tokens_per_s"]}}, needs=torch)]
+    if "mlp" in sections:
+        mlp = ["--epochs", "1", "--log-every", "100000", "--threads", "1"]
+        ours = lambda key: lambda out, _: {"ringgrad": {key: number_after(out, "samples/s")}}
+        theirs = lambda key: lambda out, _: {"PyTorch": {key: last_json_line(out)["samples_per_s"]}}
+        mlp_twin = [python, HERE / "torch_mlp.py", "--port", "{port}"]
+        jobs += [Job("mlp", ["ringgrad"], [b / "train_mlp"] + mlp, ours(("samples/s, 1 process",))),
+                 Job("mlp", ["PyTorch"], mlp_twin, theirs(("samples/s, 1 process",)), needs=torch),
+                 Job("mlp", ["ringgrad"], run2 + [b / "train_mlp"] + mlp, ours(("samples/s, 2 ranks",))),
+                 Job("mlp", ["PyTorch"], mlp_twin + ["--world_size", "2"], theirs(("samples/s, 2 ranks",)), needs=torch)]
+    return jobs
+
+
+def check_peers(jobs, python):
+    """Every program a job needs is there, before the first round: a missing peer is named at once."""
+    for job in jobs:
+        first = str(job.command[0])
+        needs = list(job.needs) + [(f"{job.peers[0]}'s program", first)]
+        for what, path in needs:
+            path = str(path)
+            if shutil.which(path) is None and not os.access(path, os.X_OK):
+                raise PeerFailed(f"{what}: {path} is not there (scripts/compare.sh installs and builds what is missing)")
+            if path == python and subprocess.run([python, "-c", "import torch"], capture_output=True).returncode != 0:
+                raise PeerFailed(f"{what}: {python} cannot import torch (Debian's python3-torch)")
+
+
+def summarize(values):
+    return {"median": statistics.median(values), "min": min(values), "max": max(values), "values": values}
+
+
+def table(title, results, peers, keys, higher_is_better, unit, against):
+    """A markdown table: one row per key, median (min-max) per peer, and each peer's ratio to
+    ringgrad's column `against[peer]` (above 1: ringgrad faster)."""
+    fmt = lambda v: f"{v:.3g}" if v < 100 else f"{v:,.0f}"
+    head = ["", *[f"{p} ({unit})" for p in peers]] + [f"{against[p]} vs {p}" for p in peers if p in against]
+    lines = [f"{title}: median (min-max){'; ratio above 1: ringgrad faster' if against else ''}", "", "| " + " | ".join(head) + " |",
+             "|" + "---|" * len(head)]
+    for key in keys:
+        cells = [" ".join(human_size(x) if isinstance(x, int) else x for x in key)]
+        for p in peers:
+            s = results[p][key]
+            cells.append(f"{fmt(s['median'])} ({fmt(s['min'])}-{fmt(s['max'])})")
+        for p in peers:
+            if p in against:
+                ours, theirs = results[against[p]][key]["median"], results[p][key]["median"]
+                cells.append(f"{(ours / theirs if higher_is_better else theirs / ours):.2f}x")
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def human_size(n):
+    for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= scale:
+            return f"{n // scale} {unit}"
+    return f"{n} B"
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("sections", nargs="*", help=f"what to compare: all (the default) or some of {', '.join(SECTIONS)}")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--build", default="build")
+    parser.add_argument("--data", default="../shared/data/tinyshakespeare.txt")
+    parser.add_argument("--out", default="bench/results")
+    parser.add_argument("--python", default="/usr/bin/python3", help="the Python that imports torch (Debian's)")
+    parser.add_argument("--mpirun", default="mpirun", help="Open MPI's launcher")
+    parser.add_argument("--check-only", action="store_true", help="check that every peer can run, and stop")
+    args = parser.parse_args()
+    unknown = [s for s in args.sections if s not in SECTIONS + ["all"]]
+    if unknown:
+        parser.error(f"unknown section {', '.join(unknown)}: choose all or some of {', '.join(SECTIONS)}")
+    sections = SECTIONS if not args.sections or "all" in args.sections else args.sections
+    sizes = [8 * 8 ** i for i in range(8)]  # 8 B to 16 MiB
+    if os.getuid() == 0:  # mpirun refuses root without these
+        os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    where = machine()
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+    if where["isa"] == "AVX-512":  # the OpenBLAS kernels ringgrad loads here (tensor/openblas.h), for PyTorch too
+        os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
+    jobs = jobs_for(sections, args, sizes)
+    try:
+        check_peers(jobs, args.python)
+        if ("gpt" in sections or "ddp" in sections) and not Path(args.data).is_file():
+            raise PeerFailed(f"the GPT rows: {args.data} is not a file (pass --data)")
+        if args.check_only:
+            print(f"compare: every peer of {', '.join(sections)} can run")
+            return 0
+        measured = {}  # section -> peer -> key -> [values]
+        with tempfile.TemporaryDirectory() as tmp:
+            for r in range(args.rounds):
+                for i, job in enumerate(jobs):
+                    print(f"round {r + 1}/{args.rounds}: {job.section}: {', '.join(job.peers)}", flush=True)
+                    for peer, values in job.run(f"{tmp}/{r}_{i}.json").items():
+                        for key, v in values.items():
+                            measured.setdefault(job.section, {}).setdefault(peer, {}).setdefault(key, []).append(v)
+    except PeerFailed as e:
+        print(f"compare: {e}", file=sys.stderr)
+        return 1
+    where["load_after"] = open("/proc/loadavg").read().split()[:3]
+    openblas = os.environ.get("OPENBLAS_CORETYPE")
+    header = (f"Machine: {where['cpu']} ({where['isa']}), {where['cores']} cores, load average {' '.join(where['load'])} "
+              f"before and {' '.join(where['load_after'])} after; {args.rounds} interleaved rounds; one thread per "
+              f"process{'; OPENBLAS_CORETYPE=' + openblas + ' for ringgrad and PyTorch alike' if openblas else ''}.")
+    out = [header, ""]
+    results = {s: {p: {k: summarize(v) for k, v in peers.items()} for p, peers in by_peer.items()}
+               for s, by_peer in measured.items()}
+    if "all_reduce" in results:
+        r = results["all_reduce"]
+        big = [("all_reduce busbw", s) for s in sizes if s >= 256 << 10]  # where bandwidth is the measure
+        for path, peers in (("shared memory", ["ringgrad shm", "Open MPI shm"]),
+                            ("TCP over loopback", ["ringgrad tcp", "Open MPI tcp", "gloo ring_chunked",
+                                                   "gloo halving_doubling", "PyTorch gloo"])):
+            against = {p: peers[0] for p in peers[1:]}
+            out += [table(f"all_reduce over {path}, 2 ranks, float32 sum, in place: time", r, peers,
+                          [("all_reduce", s) for s in sizes], False, "us", against), ""]
+            out += [table(f"all_reduce over {path}: busbw (the ratios are the time's)", r, peers, big, True, "GB/s",
+                          {}), ""]
+    if "collectives" in results:
+        r = results["collectives"]
+        keys = sorted(k for k in r["ringgrad shm"] if not k[0].endswith("busbw"))
+        out += [table("Other collectives, 2 ranks, in place: time", r, ["ringgrad shm", "Open MPI shm"], keys, False,
+                      "us", {"Open MPI shm": "ringgrad shm"}), ""]
+    for section, title in (("gpt", "baby GPT step, one process (B 12, T 64)"),
+                           ("ddp", "baby GPT, DDP on 2 ranks (12 sequences each: global batch 24)"),
+                           ("mlp", "MLP 784-256-10 on Fashion-MNIST, one epoch (global batch 64: 32 per rank on 2)")):
+        if section in results:
+            r = results[section]
+            keys = sorted(r["ringgrad"])
+            higher = section != "gpt"
+            out += [table(title, r, ["ringgrad", "PyTorch"], keys, higher, "ms" if section == "gpt" else "per s",
+                          {"PyTorch": "ringgrad"}), ""]
+    text = "\n".join(out)
+    print("\n" + text)
+    Path(args.out).mkdir(parents=True, exist_ok=True)
+    serial = {s: {p: {" ".join(map(str, k)): v for k, v in peers.items()} for p, peers in by_peer.items()}
+              for s, by_peer in results.items()}
+    json.dump({"machine": where, "rounds": args.rounds, "results": serial, "tables": text},
+              open(f"{args.out}/compare.json", "w"), indent=1)
+    written = compare_plots.write(results, sizes, where, args.out)
+    print("wrote " + ", ".join([f"{args.out}/compare.json"] + written))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

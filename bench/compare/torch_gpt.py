@@ -1,0 +1,134 @@
+#!/usr/bin/python3
+"""ringgrad's baby GPT (train_gpt --config baby) in PyTorch, timed step by step.
+
+The twin scripts/compare.sh runs beside train_gpt: the same shapes and recipe (4 pre-LayerNorm
+blocks, 4 heads, C 128, T 64, biases, tanh GELU, an untied head, no dropout; AdamW with betas
+0.9 and 0.99, weight decay 0.1 on 2-D weights only, gradient norm clipped to 1.0, warmup then
+cosine), on random windows of a text file with characters as tokens. With --world_size 2 it is
+DistributedDataParallel over gloo on local processes, --batch_size sequences on each.
+
+Prints one JSON line on rank 0: the median step in ms and the global tokens per second.
+Needs Debian's python3-torch (run with /usr/bin/python3); set OPENBLAS_NUM_THREADS to --threads
+before it starts, as compare.py does, so OpenBLAS keeps to the same threads.
+"""
+import argparse
+import json
+import math
+import statistics
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+import torch.nn.functional as F
+
+
+class Block(nn.Module):
+    def __init__(self, channels, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln_1 = nn.LayerNorm(channels)
+        self.qkv = nn.Linear(channels, 3 * channels)
+        self.proj = nn.Linear(channels, channels)
+        self.ln_2 = nn.LayerNorm(channels)
+        self.fc = nn.Linear(channels, 4 * channels)
+        self.fc_proj = nn.Linear(4 * channels, channels)
+
+    def forward(self, x):
+        b, t, c = x.shape
+        q, k, v = self.qkv(self.ln_1(x)).split(c, dim=2)
+        q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        scores = (q @ k.transpose(-2, -1)) / math.sqrt(c // self.heads)
+        causal = torch.ones(t, t, dtype=torch.bool).tril()
+        y = scores.masked_fill(~causal, float("-inf")).softmax(dim=-1) @ v
+        x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
+        return x + self.fc_proj(F.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
+
+
+class GPT(nn.Module):
+    def __init__(self, vocab, layers=4, heads=4, channels=128, block_size=64):
+        super().__init__()
+        self.wte = nn.Embedding(vocab, channels)
+        self.wpe = nn.Embedding(block_size, channels)
+        self.h = nn.ModuleList(Block(channels, heads) for _ in range(layers))
+        self.ln_f = nn.LayerNorm(channels)
+        self.lm_head = nn.Linear(channels, vocab, bias=False)
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+        for block in self.h:
+            x = block(x)
+        return self.lm_head(self.ln_f(x))
+
+
+def lr_at(it, peak=1e-3, floor=1e-4, warmup=100, decay=2000):
+    if it < warmup:
+        return peak * (it + 1) / warmup
+    r = min(1.0, (it - warmup) / (decay - warmup))
+    return floor + (peak - floor) * 0.5 * (1 + math.cos(math.pi * r))
+
+
+def train(rank, args):
+    torch.set_num_threads(args.threads)
+    if args.world_size > 1:
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank,
+                                world_size=args.world_size)
+    text = open(args.data, encoding="utf-8").read()
+    chars = sorted(set(text))  # ids in the order of the sorted characters, as train_gpt numbers them
+    stoi = {ch: i for i, ch in enumerate(chars)}
+    data = torch.tensor([stoi[ch] for ch in text[: len(text) * 9 // 10]], dtype=torch.long)
+    torch.manual_seed(args.seed)
+    model = GPT(len(chars))
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    optimizer = torch.optim.AdamW([{"params": decay, "weight_decay": 0.1}, {"params": no_decay, "weight_decay": 0.0}],
+                                  lr=1e-3, betas=(0.9, 0.99))
+    if args.world_size > 1:
+        model = nn.parallel.DistributedDataParallel(model)
+    gen = torch.Generator().manual_seed(args.seed + 1 + rank)
+    t = 64
+    times = []
+    for it in range(args.warmup_steps + args.steps):
+        start = time.perf_counter()
+        offsets = torch.randint(len(data) - t - 1, (args.batch_size,), generator=gen)
+        x = torch.stack([data[o:o + t] for o in offsets])
+        y = torch.stack([data[o + 1:o + 1 + t] for o in offsets])
+        for group in optimizer.param_groups:
+            group["lr"] = lr_at(it)
+        loss = F.cross_entropy(model(x).view(-1, len(chars)), y.view(-1))
+        optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        if it >= args.warmup_steps:
+            times.append(time.perf_counter() - start)
+    median = statistics.median(times)
+    if rank == 0:
+        print(json.dumps({"ms_per_step_median": median * 1e3, "world_size": args.world_size,
+                          "batch_per_rank": args.batch_size,
+                          "tokens_per_s": args.world_size * args.batch_size * t / median, "last_loss": loss.item()}),
+              flush=True)
+    if args.world_size > 1:
+        dist.destroy_process_group()
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--data", required=True, help="the text file (tinyshakespeare.txt)")
+    parser.add_argument("--world_size", type=int, default=1, help="local processes (DDP over gloo when > 1)")
+    parser.add_argument("--batch_size", type=int, default=12, help="sequences per rank and step")
+    parser.add_argument("--steps", type=int, default=40, help="timed steps")
+    parser.add_argument("--warmup_steps", type=int, default=5, help="untimed steps first")
+    parser.add_argument("--threads", type=int, default=1, help="intra-op threads per process")
+    parser.add_argument("--seed", type=int, default=1337)
+    parser.add_argument("--port", type=int, default=29611, help="gloo rendezvous port on 127.0.0.1")
+    args = parser.parse_args()
+    if args.world_size == 1:
+        train(0, args)
+    else:
+        mp.spawn(train, args=(args,), nprocs=args.world_size)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# ringgrad beside PyTorch, gloo and Open MPI on the same work, from a fresh checkout: installs
+# the optional Debian packages the peers need (saying which), configures the build so the gloo
+# and MPI drivers exist, builds what it runs, then runs bench/compare/compare.py: interleaved
+# rounds, one table with the machine named, JSON and SVG plots under bench/results/.
+#   scripts/compare.sh [all|all_reduce|collectives|gpt|ddp|mlp ...] [--rounds 3] [--data FILE]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install_deps.sh
+optional=(python3-torch libgloo-dev openmpi-bin libopenmpi-dev)
+missing=()
+for p in "${optional[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "== installing the peers' packages: ${missing[*]}"
+  sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $sudo apt-get update -qq
+  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+echo "== configuring build/ (MPI and gloo found now), building the programs compared"
+# Forget an earlier configure's "not found" for the peers' libraries, so they are looked for again.
+if [ -f build/CMakeCache.txt ]; then
+  sed -i '/^MPI_[A-Za-z_]*:.*NOTFOUND$/d; /^Gloo_DIR:.*NOTFOUND$/d' build/CMakeCache.txt
+fi
+cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DRINGGRAD_WERROR=ON >/dev/null
+cmake --build build -j "$(nproc)" --target ringgrad-run all_reduce_perf all_gather_perf reduce_scatter_perf \
+  broadcast_perf all_to_all_perf gloo_all_reduce_perf train_gpt train_mlp
+exec /usr/bin/python3 bench/compare/compare.py --build build "$@"
