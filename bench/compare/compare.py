@@ -3,7 +3,7 @@
 
 Each round runs every job of the chosen sections once, one after another, so a noisy neighbour
 slows every contender alike; the table gives each figure's median over the rounds with its
-range, and the ratio of the medians, oriented so that above 1 means ringgrad is faster. A peer
+range, and the median of the rounds' ratios, oriented so that above 1 means ringgrad is faster. A peer
 that cannot run (not installed, or its run fails) stops the command with its name: no row is
 ever left blank.
 
@@ -180,7 +180,7 @@ def summarize(values):
 
 def table(title, results, peers, keys, higher_is_better, unit, against):
     """A markdown table: one row per key, median (min-max) per peer, and each peer's ratio to
-    ringgrad's column `against[peer]` (above 1: ringgrad faster)."""
+    ringgrad's column `against[peer]` (above 1: ringgrad faster), the median of the rounds' ratios."""
     fmt = lambda v: f"{v:.3g}" if v < 100 else f"{v:,.0f}"
     head = ["", *[f"{p} ({unit})" for p in peers]] + [f"{against[p]} vs {p}" for p in peers if p in against]
     lines = [f"{title}: median (min-max){'; ratio above 1: ringgrad faster' if against else ''}", "", "| " + " | ".join(head) + " |",
@@ -191,9 +191,10 @@ def table(title, results, peers, keys, higher_is_better, unit, against):
             s = results[p][key]
             cells.append(f"{fmt(s['median'])} ({fmt(s['min'])}-{fmt(s['max'])})")
         for p in peers:
-            if p in against:
-                ours, theirs = results[against[p]][key]["median"], results[p][key]["median"]
-                cells.append(f"{(ours / theirs if higher_is_better else theirs / ours):.2f}x")
+            if p in against:  # the median of the rounds' ratios: each round's two runs saw the same load
+                pairs = zip(results[against[p]][key]["values"], results[p][key]["values"])
+                ratios = [ours / theirs if higher_is_better else theirs / ours for ours, theirs in pairs]
+                cells.append(f"{statistics.median(ratios):.2f}x")
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 

@@ -1,6 +1,7 @@
 """The SVG plots of compare.py, drawn by hand (no plotting library needed): all-reduce busbw
 against message size for every peer, and ringgrad's speed ratio to PyTorch for each training row."""
 import math
+import statistics
 
 COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f"]
 
@@ -23,7 +24,7 @@ def busbw_plot(results, sizes, caption):
             f'<text x="{left}" y="{h - 10}">message size (bytes, log scale)</text>',
             f'<text x="5" y="{top - 8}">busbw (GB/s)</text>']
     for s in sizes:
-        body.append(f'<text x="{x(s) - 12:.0f}" y="{h - bottom + 16}">{s if s < 1024 else str(s >> 10) + "K"}</text>')
+        body.append(f'<text x="{x(s) - 12:.0f}" y="{h - bottom + 16}">{s if s < 1024 else str(s >> 10) + "K" if s < 1 << 20 else str(s >> 20) + "M"}</text>')
     for i in range(5):
         bw = top_bw * i / 4
         body.append(f'<text x="{left - 40}" y="{y(bw) + 4:.0f}">{bw:.1f}</text>')
@@ -62,8 +63,9 @@ def write(results, sizes, machine, out):
     rows = []
     for section, higher in (("gpt", False), ("ddp", True), ("mlp", True)):
         for key in sorted(results.get(section, {}).get("ringgrad", {})):
-            ours, theirs = results[section]["ringgrad"][key]["median"], results[section]["PyTorch"][key]["median"]
-            rows.append((f"{section}: {' '.join(map(str, key))}", ours / theirs if higher else theirs / ours))
+            pairs = zip(results[section]["ringgrad"][key]["values"], results[section]["PyTorch"][key]["values"])
+            ratios = [ours / theirs if higher else theirs / ours for ours, theirs in pairs]
+            rows.append((f"{section}: {' '.join(map(str, key))}", statistics.median(ratios)))
     if rows:
         path = f"{out}/compare_training.svg"
         open(path, "w").write(ratio_plot(rows, f"ringgrad's speed / PyTorch's (above 1: ringgrad faster): {label}"))
