@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "autograd/node.h"
+#include "autograd/trace.h"
 #include "tensor/elementwise.h"
 
 namespace ringgrad {
@@ -29,6 +30,7 @@ void backward(const Tensor& root, const Tensor& grad) {
     throw std::invalid_argument("backward: gradient shape " + shape_str(seed.shape()) +
                                 " does not match output shape " + shape_str(root.shape()));
   }
+  const trace::Span span("backward", "backward pass");
   Tensor leaf = root;
   std::shared_ptr<Node> start = root.grad_fn() ? root.grad_fn() : autograd::grad_accumulator(leaf);
 
@@ -55,7 +57,10 @@ void backward(const Tensor& root, const Tensor& grad) {
     auto it = grads.find(node.get());
     std::vector<Tensor> input_grads;
     if (it != grads.end()) {  // no gradient reaches a node whose every input grad was undefined
+      const double t0 = trace::enabled() ? trace::now_us() : 0;
       input_grads = node->apply(it->second);
+      if (trace::enabled())  // named after the module that recorded it, or the op itself
+        trace::record_backward(node->trace_module() ? node->trace_module() : trace::intern(node->name()), t0);
       grads.erase(it);
     }
     std::vector<std::shared_ptr<Node>> edges = std::move(node->next_edges);

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "autograd/grad_mode.h"
+#include "autograd/trace.h"
 #include "tensor/elementwise.h"
 #include "tensor/view.h"
 
@@ -58,6 +59,8 @@ Tensor record(const char* name, Tensor out, const std::vector<Tensor>& inputs, B
   if (!any) return out;
 
   auto node = std::make_shared<FunctionNode>(name, std::move(backward));
+  const char* module = trace::current_module();  // nullptr unless tracing
+  node->set_trace_module(module);
   for (Tensor t : inputs) {  // by value: grad_accumulator needs a mutable handle
     if (!t.defined() || !t.requires_grad()) {
       node->next_edges.push_back(nullptr);
@@ -65,6 +68,7 @@ Tensor record(const char* name, Tensor out, const std::vector<Tensor>& inputs, B
       node->next_edges.push_back(t.grad_fn());
     } else {
       node->next_edges.push_back(grad_accumulator(t));
+      if (!node->next_edges.back()->trace_module()) node->next_edges.back()->set_trace_module(module);  // a parameter's
     }
   }
   AutogradMeta& meta = out.autograd_meta();

@@ -25,11 +25,16 @@ class Node {
   /// Drops saved tensors and edges once backward has used them: the graph frees itself.
   virtual void release() { next_edges.clear(); }
   const std::string& name() const { return name_; }
+  /// The module whose forward recorded this node (autograd/trace.h; nullptr when tracing was
+  /// off or no module's forward was running): its backward span's name.
+  const char* trace_module() const { return trace_module_; }
+  void set_trace_module(const char* module) { trace_module_ = module; }
 
   std::vector<std::shared_ptr<Node>> next_edges;
 
  private:
   std::string name_;
+  const char* trace_module_ = nullptr;
 };
 
 /// Backward of a differentiable op: grad of the output -> grads of the inputs.

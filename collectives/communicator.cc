@@ -28,6 +28,7 @@ struct Work::State {
   std::mutex mutex;
   std::condition_variable cv;
   bool done = false;
+  double done_at_s = 0;
   std::exception_ptr error;
 };
 
@@ -41,6 +42,7 @@ void complete(Work::State& state, std::exception_ptr error) {
   {
     std::lock_guard lock(state.mutex);
     state.done = true;
+    state.done_at_s = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
     state.error = std::move(error);
   }
   state.cv.notify_all();
@@ -69,6 +71,12 @@ bool Work::completed() const {
   if (!state_) return true;
   std::lock_guard lock(state_->mutex);
   return state_->done;
+}
+
+double Work::completed_at() const {
+  if (!state_) return 0;
+  std::lock_guard lock(state_->mutex);
+  return state_->done_at_s;
 }
 
 // --- Construction ------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 #include "collectives/flight_recorder.h"
 
 #include <fcntl.h>
+#include <sys/syscall.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -72,7 +73,7 @@ std::size_t flight_recorder_capacity() {
 
 FlightRecorder::FlightRecorder(std::string who, int job_rank, std::size_t capacity)
     : who_(std::move(who)), job_rank_(job_rank), capacity_(capacity) {
-  ring_.reserve(capacity_);
+  ring_.reserve(std::min<std::size_t>(capacity_, 4096));
   Registry& r = Registry::get();
   std::lock_guard lock(r.mutex);
   id_ = r.next_id++;
@@ -96,7 +97,7 @@ FlightRecorder::Entry* FlightRecorder::find(std::uint64_t seq) {
 void FlightRecorder::queued(std::uint64_t seq, CollKind kind, std::uint64_t bytes, DType dtype, Algo algo) {
   if (capacity_ == 0) return;
   std::lock_guard lock(mutex_);
-  const Entry e{seq, kind, bytes, dtype, algo, State::kQueued, now_s(), 0, 0};
+  const Entry e{seq, kind, bytes, dtype, algo, State::kQueued, now_s(), 0, 0, 0};
   if (ring_.size() < capacity_) ring_.push_back(e);
   else ring_[seq % capacity_] = e;
   recorded_ = seq + 1;
@@ -104,7 +105,7 @@ void FlightRecorder::queued(std::uint64_t seq, CollKind kind, std::uint64_t byte
 
 void FlightRecorder::started(std::uint64_t seq) {
   std::lock_guard lock(mutex_);
-  if (Entry* e = find(seq)) e->state = State::kStarted, e->started_s = now_s();
+  if (Entry* e = find(seq)) e->state = State::kStarted, e->started_s = now_s(), e->thread = static_cast<int>(::syscall(SYS_gettid));
 }
 
 void FlightRecorder::ended(std::uint64_t seq, bool ok) {

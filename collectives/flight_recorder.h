@@ -31,10 +31,13 @@ class FlightRecorder {
     Algo algo;
     State state;
     double queued_s, started_s, ended_s;  // steady clock seconds; 0 until reached
+    int thread;                           // the thread that ran it (gettid), once started
   };
 
   /// Keeps the last `capacity` collectives (RINGGRAD_FLIGHT_RECORDER_ENTRIES, default 2000; 0
   /// records nothing) of the communicator `who` describes ("rank 1", "rank 0 of group tp ...").
+  /// Memory grows with the entries recorded, up to capacity (so a timeline of a long run may
+  /// ask for millions).
   FlightRecorder(std::string who, int job_rank, std::size_t capacity);
   ~FlightRecorder();
   FlightRecorder(const FlightRecorder&) = delete;
@@ -47,9 +50,10 @@ class FlightRecorder {
   void started(std::uint64_t seq);
   void ended(std::uint64_t seq, bool ok);
 
-  /// The entries, oldest first, and as JSON: {"rank", "who", "entries": [...]}.
+  /// The entries, oldest first, and as JSON: {"rank", "who", "entries": [...]}; who().
   std::vector<Entry> entries() const;
   std::string json() const;
+  const std::string& who() const { return who_; }
   /// Writes json() to RINGGRAD_FLIGHT_RECORDER_DIR/rank<job rank>-<n>.json when that is set;
   /// returns the path, or "" when not written.
   std::string dump() const;

@@ -14,6 +14,8 @@ class Work {
   void wait();
   /// Whether it finished (successfully or not), without blocking.
   bool completed() const;
+  /// When it finished, in steady-clock seconds; 0 while it runs (and for a default Work).
+  double completed_at() const;
 
   struct State;
 

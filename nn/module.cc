@@ -7,11 +7,13 @@
 #include <set>
 #include <stdexcept>
 
+#include "autograd/trace.h"
 #include "tensor/view.h"
 
 namespace ringgrad::nn {
 
 Tensor Module::operator()(const Tensor& x) {
+  const trace::ModuleScope scope(trace_name_);  // nothing unless tracing (autograd/trace.h)
   const std::vector<ForwardHook> hooks = *hooks_;  // a copy: a hook may add or remove hooks
   for (const ForwardHook& h : hooks) {
     if (h.pre) h.pre(*this);
@@ -21,6 +23,13 @@ Tensor Module::operator()(const Tensor& x) {
     if (h.post) y = h.post(*this, y);
   }
   return y;
+}
+
+void Module::set_trace_names(const std::string& name) {
+  trace_name_ = trace::intern(name);
+  for (auto& [child_name, child] : children_) {
+    child->set_trace_names(trace_name_ == std::string_view("model") ? child_name : name + "." + child_name);
+  }
 }
 
 autograd::RemovableHandle Module::register_forward_pre_hook(std::function<void(Module&)> hook) {

@@ -40,6 +40,11 @@ class Module {
   /// (torch's register_forward_hook), until the returned handle removes it.
   [[nodiscard]] autograd::RemovableHandle register_forward_hook(std::function<Tensor(Module&, const Tensor& output)> hook);
 
+  /// Names this module `name` and its children by their dotted paths (the names parameters
+  /// carry: "h.0.attn" under a root named "model") in traces (autograd/trace.h), where their
+  /// forward and backward spans appear; until then every module's spans read "module".
+  void set_trace_names(const std::string& name = "model");
+
   /// Parameters of this module and its children, depth-first in registration order.
   NamedTensors named_parameters() const;
   std::vector<Tensor> parameters() const;
@@ -93,6 +98,7 @@ class Module {
   NamedTensors buffers_;
   std::vector<std::pair<std::string, std::shared_ptr<Module>>> children_;
   bool training_ = true;
+  const char* trace_name_ = "module";  // set_trace_names
 };
 
 }  // namespace ringgrad::nn

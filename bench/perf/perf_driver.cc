@@ -7,6 +7,7 @@
 #include <cmath>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
@@ -19,6 +20,7 @@
 #include "collectives/cost_model.h"
 #include "collectives/backends/mpi_backend.h"
 #include "collectives/reference.h"
+#include "nn/parallel/timeline.h"
 #if RINGGRAD_HAVE_NCCL
 #include "collectives/backends/nccl_backend.h"
 #endif
@@ -38,6 +40,7 @@ struct Options {
   std::string min_bytes = "8", max_bytes = "64M", step_bytes;
   int step_factor = 2, iters = 20, warmup = 5, check = 1, root = 0, repeat = 1;
   std::string op = "sum", dtype = "float", algo = "auto", json, device = "cpu", backend = "ringgrad";
+  std::string trace = std::getenv("RINGGRAD_TRACE") ? std::getenv("RINGGRAD_TRACE") : "";
   bool calibrate = false;
 };
 
@@ -407,6 +410,8 @@ int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vect
   app.add_option("--repeat", o.repeat, "time every row this many times, interleaved; report the fastest")->capture_default_str();
   app.add_flag("--calibrate", o.calibrate, "measure the cost model's alpha, beta, gamma here first and print them");
   app.add_option("--json", o.json, "also write the rows to this JSON file");
+  app.add_option("--trace", o.trace, "a timeline of every collective (Chrome trace-event JSON, and FILE.svg; "
+                                     "default: RINGGRAD_TRACE)");
   app.add_option("--device", o.device, "cpu (host memory) or cuda (cuda:LOCAL_RANK % GPUs)")
       ->check(CLI::IsMember({"cpu", "cuda"}))->capture_default_str();
   app.add_option("--backend", o.backend, "ringgrad, nccl (--device cuda), mpi (--device cpu, under mpirun), or both: "
@@ -423,6 +428,8 @@ int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vect
       throw std::invalid_argument("--backend mpi times host buffers: --device cpu");
     if (extra && o.device == "cuda") throw std::invalid_argument("this tool's extra contenders time host memory only: --device cpu");
     const Sweep sweep = parse_sweep(kind, o);
+    // A timeline keeps every collective of the sweep: the flight records must hold them all.
+    if (!o.trace.empty()) ::setenv("RINGGRAD_FLIGHT_RECORDER_ENTRIES", "10000000", 0);
     const transport::Config config = transport::Config::from_env();
     const int device = o.device == "cuda" ? pick_device(config.rank) : collectives::kHost;
     collectives::CommOptions options = collectives::CommOptions::from_env();
@@ -439,7 +446,14 @@ int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vect
       auto more = extra(comm);
       contenders.insert(contenders.end(), more.begin(), more.end());
     }
-    return run(kind, o, sweep, comm, std::move(contenders), device);
+    nn::parallel::Timeline timeline(comm, {&comm});
+    if (!o.trace.empty()) timeline.start();
+    const int status = run(kind, o, sweep, comm, std::move(contenders), device);
+    if (!o.trace.empty()) {
+      const nn::parallel::TimelineSummary s = timeline.write(o.trace);
+      if (comm.rank() == 0) fmt::print("# trace: {} and {}.svg ({} events)\n", o.trace, o.trace, s.events);
+    }
+    return status;
   } catch (const std::bad_alloc&) {
     std::fprintf(stderr, "%s_perf: out of memory for buffers of up to -e %s (each rank holds its send and recv, and "
                  "a reference copy)\n", perf_name(kind).c_str(), o.max_bytes.c_str());

@@ -13,12 +13,14 @@
 #include <fstream>
 #include <vector>
 
+#include "autograd/trace.h"
 #include "collectives/communicator.h"
 #include "nn/data/char_dataset.h"
 #include "nn/optim.h"
 #include "nn/parallel/accelerator.h"
 #include "nn/parallel/grid_checkpoint.h"
 #include "nn/parallel/grid_training.h"
+#include "nn/parallel/timeline.h"
 #include "nn/parallel/training_state.h"
 #include "nn/transformer/train_step.h"
 #include "tensor/random.h"
@@ -66,15 +68,22 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
   std::vector<double> step_ms;
   collectives::Communicator* const group_of[] = {groups.tp.get(), groups.cp.get(), groups.pp.get(), groups.dp.get()};
   for (auto* g : group_of) g->reset_stats();
+  nn::parallel::TraceWindow timeline(mp.trace, world, stage.get(), {&world, groups.tp.get(), groups.cp.get(),
+                                                                     groups.pp.get(), groups.dp.get()});
   const std::int64_t first = state.iter;
   std::int64_t it = first;
   for (; it < cfg.max_iters; ++it) {
+    timeline.at(it);
+    const trace::Span iteration("iteration", "step");
     const auto t0 = std::chrono::steady_clock::now();
     const nn::data::Batch batch = ds.get_batch(nn::data::Split::Train, cfg.batch_size, cfg.model.block_size, data_gen);
     dp->zero_grad();
     const PipelineStepResult r = grid_step(*dp, groups, batch.x, batch.y, mp.micro_batches, schedule);
     dp->set_lr(lr_schedule.at(it));
-    const double norm = dp->step(cfg.grad_clip);  // the whole model's norm, clipped to grad_clip
+    const double norm = [&] {  // the whole model's norm, clipped to grad_clip
+      const trace::Span span("optimizer step", "step");
+      return dp->step(cfg.grad_clip);
+    }();
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     step_ms.push_back(ms);
     if (!mp.out.empty() && mp.save_every > 0 && (it + 1) % mp.save_every == 0) {
@@ -93,6 +102,7 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
         if (group_of[i]->world_size() > 1) fmt::print("  one step's {}: {}\n", names[i], group_of[i]->stats().describe());
     }
   }
+  timeline.finish(it);
   if (lead && !step_ms.empty()) {
     std::nth_element(step_ms.begin(), step_ms.begin() + static_cast<std::ptrdiff_t>(step_ms.size() / 2), step_ms.end());
     const double median = step_ms[step_ms.size() / 2];

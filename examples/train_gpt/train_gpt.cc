@@ -18,15 +18,18 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <vector>
 
 #include "autograd/ops.h"
+#include "autograd/trace.h"
 #include "examples/train_gpt/model_parallel.h"
 #include "nn/data/char_dataset.h"
 #include "nn/data/idx.h"
 #include "nn/parallel/accelerator.h"
+#include "nn/parallel/timeline.h"
 #include "nn/parallel/training_state.h"
 #include "nn/transformer/checkpoint.h"
 #include "nn/transformer/train_config.h"
@@ -64,6 +67,7 @@ struct Paths {
   std::string data = "../shared/data/tinyshakespeare.txt";
   std::string log, out, resume;
   std::int64_t save_every = 0;  // also write --out every this many iterations (0: at evaluations only)
+  std::string trace = std::getenv("RINGGRAD_TRACE") ? std::getenv("RINGGRAD_TRACE") : "";  // a timeline
 };
 
 // The default corpus from any working directory: ../shared/data/ from there (the repository
@@ -215,6 +219,7 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
   const auto start = std::chrono::steady_clock::now();
   double train_seconds = 0, comm_wait_seconds = 0;  // in training steps only, not evaluations
   std::vector<double> step_ms;
+  parallel::TraceWindow timeline(paths.trace, acc.comm(), model.get());  // --trace: a few steps' timeline
   std::int64_t it = state.iter;
   for (;; ++it) {
     // With a time budget the schedule runs on the elapsed fraction of it (wall clock), and
@@ -227,6 +232,8 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
     if (!done && it % cfg.eval_interval == 0 && dist.time_budget == 0) evaluate(it);
     if (done) break;
 
+    timeline.at(it);
+    const trace::Span iteration("iteration", "step");
     const auto t0 = std::chrono::steady_clock::now();
     const double wait0 = dp->stats().wait_seconds;
     const double lr = dist.time_budget > 0
@@ -248,7 +255,10 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
       }
     }
     dp->set_lr(lr);
-    const double grad_norm = dp->step(cfg.grad_clip);
+    const double grad_norm = [&] {
+      const trace::Span span("optimizer step", "step");
+      return dp->step(cfg.grad_clip);
+    }();
     const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
     train_seconds += ms / 1e3;
     step_ms.push_back(ms);
@@ -266,6 +276,7 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
                  {device.is_cpu() ? "peak_rss_mib" : "peak_gpu_mib", peak_mib}});
     }
   }
+  timeline.finish(it);
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   if (step_ms.empty()) {
     acc.print("trained 0 iterations\n");  // a resume at max_iters only evaluates
@@ -347,6 +358,8 @@ int main(int argc, char** argv) {
   app.add_option(flag("resume"), paths.resume,
                  "Continue from this checkpoint (model, optimizer, iteration, RNG); auto: from --out if it is there, "
                  "else start fresh (for ringgrad-run --max-restarts)");
+  app.add_option(flag("trace"), paths.trace,
+                 "Chrome trace-event JSON (and FILE.svg) of iterations 2-4 on every rank (default: RINGGRAD_TRACE)");
   app.add_option(flag("save_every"), paths.save_every, "Also write --out every this many iterations")
       ->check(CLI::NonNegativeNumber);
   app.add_option(flag("threads"), threads, "BLAS threads per process")->check(CLI::PositiveNumber);
@@ -418,6 +431,7 @@ int main(int argc, char** argv) {
     mp.log = paths.log;
     mp.out = paths.out;
     mp.save_every = paths.save_every;
+    mp.trace = paths.trace;
     try {
       mp.resume = resume_path(paths);
     } catch (const std::exception& e) {

@@ -9,18 +9,21 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
+#include "autograd/trace.h"
 #include "nn/data/fashion_mnist.h"
-#include "nn/lr_schedule.h"
 #include "nn/data/idx.h"
 #include "nn/data/loader.h"
 #include "nn/linear.h"
+#include "nn/lr_schedule.h"
 #include "nn/optim.h"
 #include "nn/parallel/accelerator.h"
+#include "nn/parallel/timeline.h"
 #include "tensor/elementwise.h"
 #include "tensor/precision.h"
 #include "tensor/random.h"
@@ -52,6 +55,7 @@ struct Options {
   int threads = 1;
   std::string log_path;
   std::string out_path;
+  std::string trace_path = std::getenv("RINGGRAD_TRACE") ? std::getenv("RINGGRAD_TRACE") : "";
   std::string device = "cpu";
   std::string backend;  // collectives on GPU tensors: ringgrad or nccl (empty: RINGGRAD_BACKEND)
   std::string dtype = "fp32";
@@ -115,6 +119,7 @@ int run(const Options& opt) {
   // --schedule cosine: from lr down to 0 over the whole run, no warmup (decay set below, once
   // the number of steps per epoch is known).
   nn::CosineSchedule lr_schedule{opt.lr, 0.0, 0, 1};
+  parallel::TraceWindow timeline(opt.trace_path, acc.comm(), model.get());  // --trace: steps 2-4
   for (int epoch = 0; epoch < opt.epochs; ++epoch) {
     data::DistributedSampler sampler = acc.sampler(train.size(), true, opt.seed);
     sampler.set_epoch(epoch);
@@ -124,6 +129,8 @@ int run(const Options& opt) {
     std::int64_t window_samples = 0;
     dp->reset_stats();
     for (std::size_t b = 0; b < batches.size(); ++b) {
+      timeline.at(step);
+      const trace::Span span("step", "step");
       // Micro-batches of this rank's part of the step; all but the last skip communication.
       const Tensor x = data::take_rows(train.images, batches[b]).to(device);
       const Tensor y = data::take_rows(train.labels, batches[b]).to(device);
@@ -167,6 +174,7 @@ int run(const Options& opt) {
         window_samples = 0;
       }
     }
+    timeline.finish(step);
     const Evaluation e = evaluate(*model, test, device);
     acc.print("epoch {} test accuracy {:.4f} test loss {:.4f}\n", epoch + 1, e.accuracy, e.loss);
     if (log) log << nlohmann::json{{"epoch", epoch + 1}, {"test_accuracy", e.accuracy}, {"test_loss", e.loss}} << "\n";
@@ -202,6 +210,8 @@ int main(int argc, char** argv) {
   app.add_option("--log-every", opt.log_every, "Steps between progress lines")->check(CLI::PositiveNumber);
   app.add_option("--threads", opt.threads, "BLAS threads per process")->check(CLI::PositiveNumber);
   app.add_option("--log", opt.log_path, "Write JSON lines here (rank 0)");
+  app.add_option("--trace", opt.trace_path,
+                 "Chrome trace-event JSON (and FILE.svg) of steps 2-4 on every rank (default: RINGGRAD_TRACE)");
   app.add_option("--out", opt.out_path, "Save a full checkpoint (.safetensors) here");
   app.add_option("--device", opt.device, "cpu, cuda (under a launcher: cuda:LOCAL_RANK % GPUs) or cuda:N");
   app.add_option("--dtype", opt.dtype, "Matmul precision: fp32, or bf16 (bf16 operands, fp32 accumulation)")

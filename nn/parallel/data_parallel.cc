@@ -8,6 +8,7 @@
 #include <set>
 #include <stdexcept>
 
+#include "autograd/trace.h"
 #include "nn/parallel/tensor_buffer.h"
 
 namespace ringgrad::nn::parallel {
@@ -70,6 +71,7 @@ void DataParallel::add_gradient_hook(std::size_t i, std::function<void(Tensor&)>
 }
 
 void DataParallel::timed_wait(const std::function<void()>& fn) {
+  const trace::Span span("communication wait", "wait");
   const auto start = std::chrono::steady_clock::now();
   fn();
   stats_.wait_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();

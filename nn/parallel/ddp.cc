@@ -4,6 +4,9 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
+#include "autograd/trace.h"
 #include "nn/parallel/tensor_buffer.h"
 #include "tensor/elementwise.h"
 #include "tensor/view.h"
@@ -93,6 +96,7 @@ void DistributedDataParallel::launch_ready_buckets() {
   while (next_launch_ + 1 < buckets_.size() && buckets_[next_launch_].pending == 0) {
     Bucket& b = buckets_[next_launch_++];
     if (comm_.world_size() == 1) continue;  // one rank: its gradient is already the average
+    b.ready_us = trace::now_us();
     b.work = comm_.all_reduce_async(as_buffer(b.flat), as_buffer(b.flat), collectives::ReduceOp::AVG);
     stats_.bytes += static_cast<double>(b.flat.numel()) * static_cast<double>(dtype_size(b.flat.dtype()));
   }
@@ -106,18 +110,30 @@ void DistributedDataParallel::finish_all_reduces() {
   // 2. The last bucket on the training thread. It fills only as backward ends, so there is no
   //    computation left to overlap it with: handing it to the worker would only add a hand-off
   //    while this thread waits anyway.
-  const Bucket& last = buckets_.back();
+  Bucket& last = buckets_.back();
   if (comm_.world_size() > 1) {
+    last.ready_us = trace::now_us();
     timed_wait([&] { comm_.all_reduce(as_buffer(last.flat), as_buffer(last.flat), collectives::ReduceOp::AVG); });
     stats_.bytes += static_cast<double>(last.flat.numel()) * static_cast<double>(dtype_size(last.flat.dtype()));
+    if (trace::enabled()) trace_bucket(buckets_.size() - 1, trace::now_us());
   }
   // 3. Wait for the buckets still in flight; then every gradient is the average.
   timed_wait([&] {
-    for (auto& b : buckets_) {
+    for (std::size_t i = 0; i + 1 < buckets_.size(); ++i) {
+      Bucket& b = buckets_[i];
       b.work.wait();
+      if (trace::enabled() && comm_.world_size() > 1) trace_bucket(i, b.work.completed_at() * 1e6);
       b.work = collectives::Work();
     }
   });
+}
+
+void DistributedDataParallel::trace_bucket(std::size_t i, double reduced_us) {
+  // A row per bucket: buckets in flight overlap, and spans of one row must nest.
+  const Bucket& b = buckets_[i];
+  const double mb = static_cast<double>(b.flat.numel()) * static_cast<double>(dtype_size(b.flat.dtype())) / 1e6;
+  trace::record(trace::intern(fmt::format("bucket {} ({:.2f} MB)", i, mb)), "ddp",
+                trace::named_row(trace::intern(fmt::format("DDP bucket {}: ready to reduced", i))), b.ready_us, reduced_us);
 }
 
 void DistributedDataParallel::zero_grad() {

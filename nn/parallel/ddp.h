@@ -41,10 +41,13 @@ class DistributedDataParallel : public DataParallel {
     std::vector<Tensor> views;          // members' gradients: views into `flat`
     std::size_t pending = 0;            // gradients not yet accumulated in this backward
     collectives::Work work;
+    double ready_us = 0;                // when its all-reduce started (for the timeline)
   };
   void on_gradient_ready(std::size_t param);
   void launch_ready_buckets();
   void finish_all_reduces();
+  /// Bucket i's span on its own row of the timeline, from ready_us to `reduced_us` (autograd/trace.h).
+  void trace_bucket(std::size_t i, double reduced_us);
 
   std::vector<Bucket> buckets_;
   std::vector<std::size_t> bucket_of_;     // param index -> bucket index

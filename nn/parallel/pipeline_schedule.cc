@@ -12,6 +12,7 @@
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
+#include "autograd/trace.h"
 #include "nn/parallel/tensor_buffer.h"
 #include "tensor/elementwise.h"
 #include "tensor/view.h"
@@ -43,6 +44,7 @@ class Runner {
 
   // --- Slots ---------------------------------------------------------------------------------
   Tensor forward(int m, const Tensor& input) {
+    const trace::Span span(trace::enabled() ? trace::intern(fmt::format("F{}", m)) : "", "pipeline");
     const double t0 = now();
     Tensor out = stage_(input);
     if (stage_.is_last()) {
@@ -61,6 +63,7 @@ class Runner {
   Tensor backward(const Tensor& output_grad) {
     InFlight f = std::move(live_.front());
     live_.pop_front();
+    const trace::Span span(trace::enabled() ? trace::intern(fmt::format("B{}", f.index)) : "", "pipeline");
     const double t0 = now();
     if (stage_.is_last()) ringgrad::backward(f.output);
     else ringgrad::backward(f.output, output_grad);

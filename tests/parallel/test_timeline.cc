@@ -1,0 +1,153 @@
+// The timeline of 3 DDP steps on 2 real processes (nn/parallel/timeline.h): the file is JSON
+// with every rank in it; on every row the spans nest (a span begins and ends inside the one
+// around it, or after it); every collective of the steps has a span on both ranks with the same
+// sequence number; the model's modules have forward and backward spans under their names; each
+// DDP bucket has its span; the "communication wait" spans add up to the strategy's own
+// wait_seconds; and the share of all-reduce time left outside backward agrees with that wait.
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+
+#include "autograd/ops.h"
+#include "collectives/communicator.h"
+#include "nn/linear.h"
+#include "nn/optim.h"
+#include "nn/parallel/make_data_parallel.h"
+#include "nn/parallel/timeline.h"
+#include "tests/support/multiprocess.h"
+#include "tensor/random.h"
+
+using namespace ringgrad;
+using namespace ringgrad::nn;
+using namespace ringgrad::nn::parallel;
+using namespace ringgrad::test;  // run_ranks, check, describe
+using nlohmann::json;
+
+namespace {
+
+struct Interval {
+  double t0, t1;
+};
+
+// Total length of the union of `spans`.
+double covered(std::vector<Interval> spans) {
+  std::sort(spans.begin(), spans.end(), [](const Interval& a, const Interval& b) { return a.t0 < b.t0; });
+  double total = 0, start = -1e300, end = -1e300;
+  for (const Interval& s : spans) {
+    if (s.t0 > end) {
+      total += std::max(0.0, end - start);
+      start = s.t0, end = s.t1;
+    } else {
+      end = std::max(end, s.t1);
+    }
+  }
+  return total + std::max(0.0, end - start);
+}
+
+// Length of the part of `a` (a union) inside `b` (a union): |a| + |b| - |a or b|.
+double overlap(const std::vector<Interval>& a, const std::vector<Interval>& b) {
+  std::vector<Interval> both = a;
+  both.insert(both.end(), b.begin(), b.end());
+  return covered(a) + covered(b) - covered(both);
+}
+
+}  // namespace
+
+TEST_CASE("timeline: 3 DDP steps on 2 ranks, every span nested, every collective on both ranks") {
+  const std::string path = (std::filesystem::temp_directory_path() / fmt::format("timeline_{}.json", ::getpid())).string();
+  const auto results = run_ranks(2, [&](const transport::Config& config) {
+    collectives::Communicator world(config, collectives::CommOptions{});
+    manual_seed(3);
+    auto model = std::make_shared<Sequential>(std::vector<std::shared_ptr<Module>>{
+        std::make_shared<Linear>(64, 256), std::make_shared<ReLU>(), std::make_shared<Linear>(256, 256),
+        std::make_shared<ReLU>(), std::make_shared<Linear>(256, 10)});
+    DataParallelOptions options;
+    options.bucket_cap_mb = 0.1;  // several buckets
+    auto dp = make_data_parallel("ddp", model, world, {{model->parameters()}}, [](std::vector<ParamGroup> g) {
+      return std::make_unique<SGD>(std::move(g), 0.01);
+    }, options);
+    Generator gen(10 + static_cast<std::uint64_t>(world.rank()));
+    auto step = [&] {
+      Tensor x = Tensor::zeros({32, 64});
+      kernels::normal_(x, 0.0, 1.0, gen);
+      dp->zero_grad();
+      dp->backward(cross_entropy(dp->forward(x), Tensor::from_vector(std::vector<std::int64_t>(32, 3), {32})));
+      dp->step();
+    };
+    step();  // warm up
+    Timeline timeline(world, {&world});
+    timeline.start(model.get());
+    dp->reset_stats();
+    for (int i = 0; i < 3; ++i) step();
+    const double wait_us = dp->stats().wait_seconds * 1e6;
+    const TimelineSummary summary = timeline.write(path);
+    if (world.rank() != 0) return;
+
+    const json file = json::parse(std::ifstream(path));
+    const json& events = file.at("traceEvents");
+    check(summary.events == events.size(), "summary counts the events written");
+    std::set<int> ranks;
+    std::map<std::pair<int, int>, std::vector<Interval>> rows;
+    std::map<int, std::set<std::uint64_t>> seqs;  // rank -> collective sequence numbers
+    std::set<std::string> forward, backward, buckets;
+    double waits = 0;
+    std::vector<Interval> all_reduce, backward_pass;
+    for (const json& e : events) {
+      ranks.insert(e.at("pid").get<int>());
+      if (e.at("ph") != "X") continue;
+      const double t0 = e.at("ts"), t1 = t0 + e.at("dur").get<double>();
+      const int rank = e.at("pid");
+      rows[{rank, e.at("tid").get<int>()}].push_back({t0, t1});
+      const std::string cat = e.at("cat"), name = e.at("name");
+      if (cat == "collective") seqs[rank].insert(e.at("args").at("seq").get<std::uint64_t>());
+      if (rank != 0) continue;
+      if (cat == "forward") forward.insert(name);
+      if (cat == "backward") backward.insert(name);
+      if (cat == "ddp") buckets.insert(name);
+      if (cat == "wait") waits += t1 - t0;
+      if (cat == "collective" && name.starts_with("all_reduce")) all_reduce.push_back({t0, t1});
+      if (cat == "backward pass") backward_pass.push_back({t0, t1});
+    }
+    check(ranks == std::set<int>{0, 1}, "both ranks are in the file");
+    for (auto& [row, spans] : rows) {  // nesting: sorted by start (outer first), each inside or after the open ones
+      std::sort(spans.begin(), spans.end(), [](const Interval& a, const Interval& b) {
+        return a.t0 != b.t0 ? a.t0 < b.t0 : a.t1 > b.t1;
+      });
+      std::vector<double> open;
+      for (const Interval& s : spans) {
+        while (!open.empty() && open.back() <= s.t0) open.pop_back();
+        check(open.empty() || s.t1 <= open.back() + 0.01,
+              fmt::format("rank {} row {}: a span [{}, {}] ends after the one around it ({})", row.first, row.second,
+                          s.t0, s.t1, open.empty() ? 0.0 : open.back()));
+        open.push_back(s.t1);
+      }
+    }
+    check(!seqs[0].empty() && seqs[0] == seqs[1], fmt::format("the same collectives on both ranks: {} and {}",
+                                                               seqs[0].size(), seqs[1].size()));
+    check(forward.contains("0") && forward.contains("2") && forward.contains("4") && forward.contains("model"),
+          "forward spans named after the modules");
+    check(backward.contains("0") && backward.contains("4"), "backward spans named after the modules");
+    check(buckets.size() >= 2, fmt::format("{} DDP buckets on the timeline", buckets.size()));
+    check(std::abs(waits - wait_us) < 5 + 1e-3 * wait_us,
+          fmt::format("the wait spans ({} us) are the strategy's wait_seconds ({} us)", waits, wait_us));
+    // All-reduce time outside backward is what the training thread waited for (less the wait's
+    // own overhead, plus a queued bucket's time before it started).
+    const double reduce = covered(all_reduce), hidden = overlap(all_reduce, backward_pass);
+    const double exposed = reduce - hidden;
+    fmt::print("timeline: all-reduce {:.0f} us, {:.0f}% of it during backward; exposed {:.0f} us, comm wait {:.0f} us\n",
+               reduce, 100 * hidden / reduce, exposed, wait_us);
+    check(std::abs(exposed - wait_us) < 0.25 * wait_us + 300,
+          fmt::format("exposed all-reduce {} us against the wait {} us", exposed, wait_us));
+  });
+  INFO(describe(results));
+  for (const auto& r : results) CHECK(r.ok());
+  CHECK(std::filesystem::exists(path + ".svg"));
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + ".svg");
+}
