@@ -12,8 +12,7 @@ if [ ! -f "$text" ]; then  # before anything is installed or built
 fi
 scripts/install_deps.sh
 # Only what the demo runs, and CUDA code only where a GPU answers (scripts/test.sh builds all).
-cuda=OFF
-if command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1; then cuda=AUTO; fi
+cuda=$(scripts/cuda_setting.sh)
 echo "== building ringgrad-run, train_mlp and train_gpt into build/ (Release, CUDA $cuda)"
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DRINGGRAD_WERROR=ON -DRINGGRAD_CUDA=$cuda >/dev/null
 cmake --build build -j "$(nproc)" --target ringgrad-run train_mlp train_gpt

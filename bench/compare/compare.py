@@ -56,6 +56,10 @@ class Job:
 
     def __init__(self, section, peers, command, parse, env=None, needs=()):
         self.section, self.peers, self.command, self.parse = section, peers, command, parse
+        # The program run under its launcher (ringgrad-run, mpirun) or interpreter, for progress lines.
+        names = [Path(str(c)).name for c in command]
+        program = next((n for n in names if n.endswith(("_perf", ".py")) or n.startswith("train_")), names[0])
+        self.label = f"{section}: {', '.join(peers)} ({program})"
         self.env = env or {}
         self.needs = needs  # (what, path) pairs that must exist before anything runs
 
@@ -216,11 +220,17 @@ def main():
     parser.add_argument("--python", default="/usr/bin/python3", help="the Python that imports torch (Debian's)")
     parser.add_argument("--mpirun", default="mpirun", help="Open MPI's launcher")
     parser.add_argument("--check-only", action="store_true", help="check that every peer can run, and stop")
+    parser.add_argument("--args-only", action="store_true", help="check the arguments, and stop (before a build)")
     args = parser.parse_args()
     unknown = [s for s in args.sections if s not in SECTIONS + ["all"]]
     if unknown:
         parser.error(f"unknown section {', '.join(unknown)}: choose all or some of {', '.join(SECTIONS)}")
     sections = SECTIONS if not args.sections or "all" in args.sections else args.sections
+    if ("gpt" in sections or "ddp" in sections) and not Path(args.data).is_file():
+        why = "is a directory, not a file" if Path(args.data).is_dir() else "no such file"
+        parser.error(f"--data {args.data}: {why} (the GPT rows need the text, tinyshakespeare.txt)")
+    if args.args_only:
+        return 0
     sizes = [8 * 8 ** i for i in range(8)]  # 8 B to 16 MiB
     if os.getuid() == 0:  # mpirun refuses root without these
         os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
@@ -231,8 +241,6 @@ def main():
     jobs = jobs_for(sections, args, sizes)
     try:
         check_peers(jobs, args.python)
-        if ("gpt" in sections or "ddp" in sections) and not Path(args.data).is_file():
-            raise PeerFailed(f"the GPT rows: {args.data} is not a file (pass --data)")
         if args.check_only:
             print(f"compare: every peer of {', '.join(sections)} can run")
             return 0
@@ -240,7 +248,7 @@ def main():
         with tempfile.TemporaryDirectory() as tmp:
             for r in range(args.rounds):
                 for i, job in enumerate(jobs):
-                    print(f"round {r + 1}/{args.rounds}: {job.section}: {', '.join(job.peers)}", flush=True)
+                    print(f"round {r + 1}/{args.rounds}: {job.label}", flush=True)
                     for peer, values in job.run(f"{tmp}/{r}_{i}.json").items():
                         for key, v in values.items():
                             measured.setdefault(job.section, {}).setdefault(peer, {}).setdefault(key, []).append(v)
@@ -250,7 +258,7 @@ def main():
     where["load_after"] = open("/proc/loadavg").read().split()[:3]
     openblas = os.environ.get("OPENBLAS_CORETYPE")
     header = (f"Machine: {where['cpu']} ({where['isa']}), {where['cores']} cores, load average {' '.join(where['load'])} "
-              f"before and {' '.join(where['load_after'])} after; {args.rounds} interleaved rounds; one thread per "
+              f"before and {' '.join(where['load_after'])} after; {args.rounds} interleaved round{'s' if args.rounds > 1 else ''}; one thread per "
               f"process{'; OPENBLAS_CORETYPE=' + openblas + ' for ringgrad and PyTorch alike' if openblas else ''}.")
     out = [header, ""]
     results = {s: {p: {k: summarize(v) for k, v in peers.items()} for p, peers in by_peer.items()}

@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <cstdio>
 #include <map>
 #include <memory>
 #include <string>
@@ -33,10 +34,12 @@ class Accelerator {
   bool is_main_process() const { return rank() == 0; }
   collectives::Communicator& comm() { return *comm_; }
 
-  /// fmt::print on rank 0 only.
+  /// fmt::print on rank 0 only, flushed.
   template <typename... Args>
   void print(fmt::format_string<Args...> format, Args&&... args) const {
-    if (is_main_process()) fmt::print(format, std::forward<Args>(args)...);
+    if (!is_main_process()) return;
+    fmt::print(format, std::forward<Args>(args)...);
+    std::fflush(stdout);  // line by line through a pipe too (the launcher, tee)
   }
 
   /// Wraps `model` and the optimizer for `strategy` (see make_data_parallel).
