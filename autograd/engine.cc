@@ -49,11 +49,16 @@ void backward(const Tensor& root, const Tensor& grad) {
 
   // 2. Run a node once all its incoming gradients have arrived, summing them as they come.
   //    Nodes are kept alive by `ready` while they run, since release() drops their edges.
+  //    A leaf's AccumulateGrad goes first, as PyTorch gives it the highest priority: taken from
+  //    the stack in turn, it would wait behind every node pushed after it (for an op whose
+  //    parameter is not its last input, the whole chain below), and the parameter's hooks (DDP
+  //    starting a bucket) would run later than its gradient is complete.
   std::unordered_map<Node*, Tensor> grads{{start.get(), seed}};
-  std::vector<std::shared_ptr<Node>> ready{start};
-  while (!ready.empty()) {
-    std::shared_ptr<Node> node = std::move(ready.back());
-    ready.pop_back();
+  std::vector<std::shared_ptr<Node>> ready{start}, leaves;
+  while (!ready.empty() || !leaves.empty()) {
+    std::vector<std::shared_ptr<Node>>& from = leaves.empty() ? ready : leaves;
+    std::shared_ptr<Node> node = std::move(from.back());
+    from.pop_back();
     auto it = grads.find(node.get());
     std::vector<Tensor> input_grads;
     if (it != grads.end()) {  // no gradient reaches a node whose every input grad was undefined
@@ -73,7 +78,7 @@ void backward(const Tensor& root, const Tensor& grad) {
         // Out of place: the first gradient may be shared with another branch.
         sum = sum.defined() ? kernels::add(sum, input_grads[i]) : input_grads[i];
       }
-      if (--pending[next] == 0) ready.push_back(edges[i]);
+      if (--pending[next] == 0) (dynamic_cast<autograd::AccumulateGrad*>(next) ? leaves : ready).push_back(edges[i]);
     }
   }
 }

@@ -3,6 +3,7 @@
 // PyTorch on the same machine: /usr/bin/python3 torch_gpt.py --no_eval --max_iters 200.
 //
 //   train_bench --config baby --iters 100 --threads 1
+//   train_bench --config baby --iters 200 --trace_cost    # what recording a timeline costs
 //   train_bench --config shakespeare-char --device cuda --dtype bf16
 #include <sys/resource.h>
 
@@ -15,6 +16,7 @@
 #include <filesystem>
 #include <vector>
 
+#include "autograd/trace.h"
 #include "nn/transformer/train_config.h"
 #include "nn/transformer/train_step.h"
 #include "tensor/cuda_runtime.h"
@@ -58,6 +60,9 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "BLAS threads")->check(CLI::PositiveNumber);
   app.add_option("--device", device_name, "cpu, cuda or cuda:N");
   app.add_option("--dtype", dtype, "Matmul precision: fp32 or bf16")->check(CLI::IsMember({"fp32", "bf16"}));
+  bool trace_cost = false;
+  app.add_flag("--trace_cost", trace_cost, "Record every other timed step's timeline (autograd/trace.h) and compare the "
+                                           "two halves' median step: what tracing costs");
   CLI11_PARSE(app, argc, argv);
 
   Device device;
@@ -84,23 +89,41 @@ int main(int argc, char** argv) {
   Generator gen(cfg.seed);
   const nn::CosineSchedule schedule = cfg.schedule();
 
-  std::vector<double> ms;
+  std::vector<double> ms, traced_ms, untraced_ms;
   double total_s = 0;
+  std::size_t events = 0;
+  if (trace_cost) model.set_trace_names();
   for (int it = 0; it < warmup + iters; ++it) {
     if (it == warmup) {
       profile::reset();
       profile::set_enabled(true);
     }
+    const bool traced = trace_cost && it >= warmup && it % 2 == 1;  // steps interleaved: the same drift for both
+    if (traced) trace::start();
     const auto t0 = std::chrono::steady_clock::now();
     const auto batch = ds.get_batch(nn::data::Split::Train, cfg.batch_size, cfg.model.block_size, gen);
     nn::train_step(model, opt, batch, schedule.at(it), cfg.grad_clip);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    if (traced) {
+      trace::stop();
+      events += trace::take().size();
+    }
     if (it >= warmup) {
       ms.push_back(s * 1e3);
+      (traced ? traced_ms : untraced_ms).push_back(s * 1e3);
       total_s += s;
     }
   }
   profile::set_enabled(false);
+  if (trace_cost && !traced_ms.empty() && !untraced_ms.empty()) {
+    auto median_of = [](std::vector<double> v) {
+      std::sort(v.begin(), v.end());
+      return v[v.size() / 2];
+    };
+    const double on = median_of(traced_ms), off = median_of(untraced_ms);
+    fmt::print("tracing: median step {:.2f} ms traced ({} steps, {} spans each) against {:.2f} ms not: {:+.1f}%\n", on,
+               traced_ms.size(), events / traced_ms.size(), off, 100 * (on / off - 1));
+  }
 
   std::vector<double> sorted = ms;
   std::sort(sorted.begin(), sorted.end());

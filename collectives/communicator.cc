@@ -21,6 +21,7 @@
 #include "collectives/links/shm_link.h"
 #include "collectives/links/shm_peers.h"
 #include "collectives/task.h"
+#include "transport/tag_names.h"
 
 namespace ringgrad::collectives {
 
@@ -49,6 +50,13 @@ void complete(Work::State& state, std::exception_ptr error) {
 }
 
 const Buffer kNoRecv{};
+
+// What this layer's tags mean, for transport errors (transport/tag_names.h).
+std::string describe_tag(uint64_t tag) {
+  if ((tag & kP2PTagBit) != 0) return fmt::format("send/recv tag {}", tag & ~kP2PTagBit);
+  if ((tag & kCheckTag) != 0) return "the argument check's exchange";
+  return fmt::format("the data of collective #{}", tag);
+}
 
 // The bytes a send, recv or batch moves from or to this rank.
 std::uint64_t point_to_point_bytes(const Task& task) {
@@ -96,6 +104,7 @@ Communicator::Communicator(std::unique_ptr<transport::Transport> transport, Comm
   options_.validate();
   check_backend(options_.backend, rank_);
   recorder_ = std::make_unique<FlightRecorder>(describe_rank(group_), rank_, flight_recorder_capacity());
+  transport::set_tag_describer(describe_tag);  // transport errors say what a message was
 #if RINGGRAD_HAVE_MPI
   if (options_.backend == Backend::kMpi) mpi_ = std::make_unique<MpiBackend>(rank_, world_size_);
 #endif

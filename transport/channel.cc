@@ -29,6 +29,7 @@
 #include "transport/connection.h"
 #include "transport/error.h"
 #include "transport/net.h"
+#include "transport/tag_names.h"
 
 namespace ringgrad::transport::detail {
 namespace {
@@ -309,9 +310,9 @@ std::string Channel::check_header(const Op& op, wire::FrameHeader& header) {
 }
 
 std::string Channel::mismatch(const Op& op, uint64_t tag, uint64_t length) const {
-  return fmt::format("mismatch: the next message from rank {}{} has tag {} and {} bytes, this receive expects tag {} "
-                     "and {} bytes", conn_.peer(), op.stream == 0 ? "" : fmt::format(" on stream {}", op.stream), tag,
-                     length, op.tag, op.size);
+  return fmt::format("mismatch: the next message from rank {}{} has {} and {} bytes, this receive expects {} and {} "
+                     "bytes", conn_.peer(), op.stream == 0 ? "" : fmt::format(" on stream {}", op.stream), describe_tag(tag),
+                     length, describe_tag(op.tag), op.size);
 }
 
 // --- Drivers -----------------------------------------------------------------------------------
@@ -443,9 +444,9 @@ bool Channel::test(Op& op) {
 
 std::string Channel::message(const Op& op, const std::string& cause) const {
   const bool send = dir_ == Direction::send;
-  return fmt::format("ringgrad transport: rank {}: {} {} rank {} (tag {}, {} bytes) failed after {} of {} bytes: {}",
-                     conn_.local_rank(), send ? "send" : "recv", send ? "to" : "from", conn_.peer(), op.tag, op.size,
-                     op.payload_done, op.size, cause);
+  return fmt::format("ringgrad transport: rank {}: {} {} rank {} ({}, {} bytes) failed after {} of {} bytes: {}",
+                     conn_.local_rank(), send ? "send" : "recv", send ? "to" : "from", conn_.peer(), describe_tag(op.tag),
+                     op.size, op.payload_done, op.size, cause);
 }
 
 std::string Channel::timeout_cause() const {

@@ -68,6 +68,7 @@ struct Paths {
   std::string log, out, resume;
   std::int64_t save_every = 0;  // also write --out every this many iterations (0: at evaluations only)
   std::string trace = std::getenv("RINGGRAD_TRACE") ? std::getenv("RINGGRAD_TRACE") : "";  // a timeline
+  std::int64_t trace_iters = 3;  // of this many iterations from the third
 };
 
 // The default corpus from any working directory: ../shared/data/ from there (the repository
@@ -219,7 +220,7 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
   const auto start = std::chrono::steady_clock::now();
   double train_seconds = 0, comm_wait_seconds = 0;  // in training steps only, not evaluations
   std::vector<double> step_ms;
-  parallel::TraceWindow timeline(paths.trace, acc.comm(), model.get());  // --trace: a few steps' timeline
+  parallel::TraceWindow timeline(paths.trace, acc.comm(), model.get(), {}, 2, paths.trace_iters);  // --trace
   std::int64_t it = state.iter;
   for (;; ++it) {
     // With a time budget the schedule runs on the elapsed fraction of it (wall clock), and
@@ -360,6 +361,8 @@ int main(int argc, char** argv) {
                  "else start fresh (for ringgrad-run --max-restarts)");
   app.add_option(flag("trace"), paths.trace,
                  "Chrome trace-event JSON (and FILE.svg) of iterations 2-4 on every rank (default: RINGGRAD_TRACE)");
+  app.add_option(flag("trace_iters"), paths.trace_iters, "Iterations --trace records, from iteration 2")
+      ->check(CLI::PositiveNumber);
   app.add_option(flag("save_every"), paths.save_every, "Also write --out every this many iterations")
       ->check(CLI::NonNegativeNumber);
   app.add_option(flag("threads"), threads, "BLAS threads per process")->check(CLI::PositiveNumber);

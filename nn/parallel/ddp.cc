@@ -3,6 +3,7 @@
 #include "nn/parallel/ddp.h"
 
 #include <algorithm>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -21,10 +22,21 @@ DistributedDataParallel::DistributedDataParallel(std::shared_ptr<Module> model, 
       bucket_of_(params_.size()),
       position_in_(params_.size()),
       overlap_(overlap) {
-  // Reverse registration order approximates the order backward produces gradients in.
+  // Reverse registration order (the model's, not the optimizer groups': those put every bias
+  // after every matrix) approximates the order backward produces gradients in.
+  std::map<const Storage*, std::size_t> index;
+  for (std::size_t i = 0; i < params_.size(); ++i) index.emplace(params_[i].storage().get(), i);
+  std::vector<std::size_t> order;
+  for (const Tensor& p : model_->parameters()) {
+    const auto it = index.find(p.storage().get());
+    if (it != index.end() && std::find(order.begin(), order.end(), it->second) == order.end()) order.push_back(it->second);
+  }
+  for (std::size_t i = 0; i < params_.size(); ++i)  // any the model does not list (none, normally) go last
+    if (std::find(order.begin(), order.end(), i) == order.end()) order.insert(order.begin(), i);
   std::vector<std::vector<std::size_t>> members(1);
   double cap = std::min(first_bucket_mb, bucket_cap_mb) * (1 << 20), filled = 0;
-  for (std::size_t i = params_.size(); i-- > 0;) {
+  for (auto at = order.rbegin(); at != order.rend(); ++at) {
+    const std::size_t i = *at;
     const double bytes = static_cast<double>(params_[i].numel() * static_cast<std::int64_t>(dtype_size(params_[i].dtype())));
     const bool dtype_changes = !members.back().empty() && params_[members.back().back()].dtype() != params_[i].dtype();
     if (!members.back().empty() && (filled + bytes > cap || dtype_changes)) {

@@ -164,6 +164,8 @@ void kill_a_rank_during_all_reduce(bool shared_memory) {
     } catch (const transport::TransportError& e) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       check(s < 10.0, fmt::format("threw after {:.1f} s, past the 10 s timeout: {}", s, e.what()));
+      const std::string what = e.what();  // the collective in words, never a raw tag
+      check(what.find("all_reduce #") != std::string::npos && what.find("tag ") == std::string::npos, what);
       // Later calls fail at once, naming the first error.
       try {
         comm.barrier();
