@@ -42,6 +42,11 @@ DataParallel::DataParallel(std::shared_ptr<Module> model, collectives::Communica
 
 double DataParallel::step(double max_grad_norm) {
   before_step();
+  if (gradient_scale_ != 1) {
+    std::vector<Tensor> updated;
+    for (const auto& group : optimizer_->param_groups()) updated.insert(updated.end(), group.params.begin(), group.params.end());
+    scale_grads_(updated, gradient_scale_);
+  }
   double norm = 0;
   if (max_grad_norm > 0) {
     // Clipping as clip_grad_norm_, over the tensors the optimizer updates (shards, where the

@@ -96,6 +96,9 @@ class DataParallel {
     std::vector<collectives::Communicator*> groups;
   };
   void set_norm_scope(NormScope scope) { norm_scope_ = std::move(scope); }
+  /// Multiplies the reduced gradients by `factor` in the next steps, before clipping and the
+  /// update (uneven inputs: the ranks that had a batch, not the world, make the mean).
+  void set_gradient_scale(double factor) { gradient_scale_ = factor; }
 
   const CommStats& stats() const { return stats_; }
   void reset_stats() { stats_ = {}; }
@@ -128,6 +131,7 @@ class DataParallel {
   bool sync_enabled_ = true;
   CommStats stats_;
   NormScope norm_scope_;
+  double gradient_scale_ = 1;
 
   // Checkpoints (training_state.cc, which defines these defaults for replicas): the full value
   // of parameter i / of optimizer state `name` of parameter i (collective for sharded
