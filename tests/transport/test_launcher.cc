@@ -123,6 +123,29 @@ TEST_CASE("ringgrad-run stops the other ranks when one fails and reports it") {
   CHECK(contains(o.err, "was killed by signal 9 (SIGKILL)"));
 }
 
+TEST_CASE("ringgrad-run --max-restarts retries a failure, not a usage error, and a lone rank has no others to stop") {
+  const std::string starts = fmt::format("/tmp/ringgrad-launcher-starts-{}", ::getpid());
+  std::remove(starts.c_str());
+  // Exit 3 each time: started 3 times in all (2 restarts), each start reported.
+  Outcome o = sh(run + " --nproc-per-node 1 --max-restarts 2 sh -c 'echo x >> " + starts + "; exit 3'");
+  INFO(o.err);
+  CHECK(o.exit_code == 3);
+  std::string lines = slurp(starts);
+  CHECK(std::count(lines.begin(), lines.end(), 'x') == 3);
+  CHECK(contains(o.err, "restarting all ranks (2 of 2)"));
+  CHECK(contains(o.err, "giving up after 2 restarts"));
+  CHECK_FALSE(contains(o.err, "stopping the other ranks"));  // one rank: nobody else to stop
+  std::remove(starts.c_str());
+  // Exit 2, the programs' usage error: started once.
+  o = sh(run + " --nproc-per-node 2 --max-restarts 2 sh -c 'echo x >> " + starts + "; exit 2'");
+  INFO(o.err);
+  CHECK(o.exit_code == 2);
+  lines = slurp(starts);
+  CHECK(std::count(lines.begin(), lines.end(), 'x') == 2);  // both ranks, one start
+  CHECK(contains(o.err, "a usage error, which a restart would repeat: not restarting"));
+  std::remove(starts.c_str());
+}
+
 TEST_CASE("Ctrl-C on ringgrad-run stops every rank") {
   // SIGINT to the launcher alone (as a terminal's Ctrl-C reaches it); the ranks ignore SIGINT,
   // so only the launcher's SIGTERM can end them.

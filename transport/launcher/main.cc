@@ -60,7 +60,8 @@ int main(int argc, char** argv) {
   app.add_option("--grace", grace_s, "seconds between SIGTERM and SIGKILL when stopping the ranks (at most a day)");
   app.add_option("--max-restarts,--max_restarts", max_restarts,
                  "when a rank fails, stop all and start all again (a fresh rendezvous), at most this many times; "
-                 "each start sees RINGGRAD_RESTART_COUNT (torchrun's TORCHELASTIC_RESTART_COUNT too)")
+                 "each start sees RINGGRAD_RESTART_COUNT (torchrun's TORCHELASTIC_RESTART_COUNT too); a rank's exit "
+                 "status 2 (a usage error) is not retried")
       ->check(CLI::Range(0, 1000));
   app.prefix_command();  // the first positional argument is the program: it and all after it are its own
   app.footer("After the options: the program and its arguments (an optional -- may separate them).");
@@ -127,8 +128,10 @@ int main(int argc, char** argv) {
       const auto started = std::chrono::steady_clock::now();
       const int code = ringgrad::launcher::supervise(command, ranks, grace);
       // Done: success, an interrupt (the user's Ctrl-C is not a failure to retry), or no restarts left.
-      if (code == 0 || code == 130 || restart >= max_restarts) {
-        if (code != 0 && max_restarts > 0 && code != 130)
+      if (code == 2 && restart < max_restarts)  // the programs' usage errors: a restart would repeat them
+        fmt::print(stderr, "ringgrad-run: a rank exited with 2, a usage error, which a restart would repeat: not restarting\n");
+      if (code == 0 || code == 130 || code == 2 || restart >= max_restarts) {
+        if (code != 0 && max_restarts > 0 && code != 130 && code != 2)
           fmt::print(stderr, "ringgrad-run: giving up after {} restart{}\n", restart, restart == 1 ? "" : "s");
         return code;
       }

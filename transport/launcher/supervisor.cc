@@ -234,8 +234,12 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
     if (stopping) return;
     stopping = true;
     exit_code = code;
-    write_all(2, fmt::format("ringgrad-run: {}; stopping the other ranks (SIGTERM, SIGKILL after {} s)\n", why,
-                             std::chrono::duration<double>(grace).count()));
+    const bool others = std::any_of(children.begin(), children.end(), [](const Child& c) { return !c.exited; });
+    if (others)
+      write_all(2, fmt::format("ringgrad-run: {}; stopping the other ranks (SIGTERM, SIGKILL after {} s)\n", why,
+                               std::chrono::duration<double>(grace).count()));
+    else
+      write_all(2, fmt::format("ringgrad-run: {}\n", why));
     bool asked = false;
     for (Child& c : children) {
       if (c.exited || !failure || dumps_dir.empty()) continue;
