@@ -149,6 +149,8 @@ void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
   app.add_option(flag("grad_clip"), c.grad_clip, "Max global gradient norm (0: off)");
   app.add_option(flag("eval_interval"), c.eval_interval, "Iterations between evaluations")->check(CLI::PositiveNumber);
   app.add_option(flag("eval_iters"), c.eval_iters, "Batches per loss estimate")->check(CLI::PositiveNumber);
+  app.add_flag(flag("eval_full"), c.eval_full, "At the end, the loss on every validation token once (always with "
+                                              "--time_budget)");
   app.add_option(flag("log_interval"), c.log_interval, "Iterations between progress lines")->check(CLI::PositiveNumber);
   app.add_option(flag("seed"), c.seed, "Seed of the weights, the batches and dropout");
 }
@@ -223,11 +225,11 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
   parallel::TraceWindow timeline(paths.trace, acc.comm(), model.get(), {}, 2, paths.trace_iters);  // --trace
   std::int64_t it = state.iter;
   for (;; ++it) {
-    // With a time budget the schedule runs on the elapsed fraction of it (wall clock), and
-    // training stops when it is spent; rank 0's clock decides for all.
+    // With a time budget the schedule runs on the elapsed fraction of it (the training steps'
+    // wall clock, summed), and training stops when it is spent; rank 0's clock decides for all.
     const double elapsed =
         dist.time_budget > 0
-            ? acc.broadcast_from_main(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count())
+            ? acc.broadcast_from_main(train_seconds)  // the steps' time only: start-up and evaluation excluded
             : 0;
     const bool done = dist.time_budget > 0 ? elapsed >= dist.time_budget : it >= cfg.max_iters;
     if (!done && it % cfg.eval_interval == 0 && dist.time_budget == 0) evaluate(it);
@@ -307,6 +309,14 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
             parallel::peak_memory_mib(device));
   evaluate(it);
   if (!paths.out.empty()) acc.print("saved {}\n", paths.out);
+  if (cfg.eval_full || dist.time_budget > 0) {  // the contest's number: every validation token once
+    const nn::SplitLoss full = nn::full_split_loss(*model, ds, Split::Val, cfg.batch_size);
+    acc.print("full val loss {:.4f} (all {} validation tokens once, windows of {}; seed {}{})\n", full.loss, full.tokens,
+              cfg.model.block_size, cfg.seed,
+              dist.time_budget > 0 ? fmt::format(", {:.0f} s of training steps, {} iterations", dist.time_budget, it) : "");
+    write_log({{"iter", it}, {"full_val_loss", full.loss}, {"val_tokens", full.tokens}, {"seed", cfg.seed},
+               {"time_budget_s", dist.time_budget}});
+  }
 
   // Sample from a whole copy of the model on rank 0 (sharded strategies hold only pieces).
   if (sampling.tokens == 0) return 0;
@@ -373,8 +383,9 @@ int main(int argc, char** argv) {
   app.add_option(flag("overlap"), dist.overlap, "DDP: all-reduce buckets during backward (true) or after it (false)");
   app.add_option(flag("accumulation"), dist.accumulation, "Micro-batches per step (gradient accumulation)")
       ->check(CLI::PositiveNumber);
-  app.add_option(flag("time_budget"), dist.time_budget, "Train for this many seconds (the schedule follows the elapsed "
-                                                    "fraction), then evaluate; overrides max_iters")
+  app.add_option(flag("time_budget"), dist.time_budget, "Train for this many seconds of training steps (start-up and "
+                                                    "evaluation not counted; the schedule follows the elapsed fraction), "
+                                                    "then evaluate on every validation token; overrides max_iters")
       ->check(CLI::NonNegativeNumber);
   app.add_option(flag("sample_tokens"), sampling.tokens, "Characters to generate at the end (0: no sample)")
       ->check(CLI::NonNegativeNumber);

@@ -81,4 +81,21 @@ Batch CharDataset::get_batch(Split split, std::int64_t batch_size, std::int64_t 
   return batch;
 }
 
+Batch CharDataset::windows(Split split, std::int64_t block_size, std::int64_t first, std::int64_t count) const {
+  const std::int64_t predictions = size(split) - 1, n = window_count(split, block_size);
+  const auto length = [&](std::int64_t w) { return std::min(block_size, predictions - w * block_size); };
+  if (first < 0 || count < 1 || first + count > n || length(first) != length(first + count - 1))
+    throw std::out_of_range(fmt::format("windows {} to {} of {} (of length {}, the last {})", first, first + count - 1, n,
+                                        block_size, length(n - 1)));
+  const std::int64_t t = length(first);
+  const std::int64_t* base = tokens_.data() + (split == Split::Train ? 0 : n_train_);
+  Batch batch{Tensor::zeros({count, t}, DType::Int64), Tensor::zeros({count, t}, DType::Int64)};
+  for (std::int64_t w = 0; w < count; ++w) {
+    const std::int64_t start = (first + w) * block_size;
+    std::copy_n(base + start, t, batch.x.data<std::int64_t>() + w * t);
+    std::copy_n(base + start + 1, t, batch.y.data<std::int64_t>() + w * t);
+  }
+  return batch;
+}
+
 }  // namespace ringgrad::nn::data

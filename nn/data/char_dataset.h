@@ -52,6 +52,16 @@ class CharDataset {
   /// B windows of T + 1 tokens at offsets drawn uniformly from [0, size - T - 1) with `gen`
   /// (B draws). Throws DataError when the split has fewer than T + 2 tokens.
   Batch get_batch(Split split, std::int64_t batch_size, std::int64_t block_size, Generator& gen) const;
+  /// Consecutive windows for evaluating on every token once: window w predicts tokens
+  /// [w T + 1, w T + t] from [w T, w T + t), t = T (block_size) except the last window's, which
+  /// is what is left (size - 1 predictions in all). `count` windows from `first`, all of one
+  /// length: [count, t]. Throws std::out_of_range past the last window, or when the windows
+  /// asked for differ in length (the last stands alone).
+  Batch windows(Split split, std::int64_t block_size, std::int64_t first, std::int64_t count) const;
+  /// How many windows windows() cuts the split into.
+  std::int64_t window_count(Split split, std::int64_t block_size) const {
+    return (size(split) - 1 + block_size - 1) / block_size;
+  }
 
  private:
   CharTokenizer tokenizer_;

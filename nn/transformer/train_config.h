@@ -24,6 +24,7 @@ struct TrainConfig {
   double grad_clip = 1.0;            // max global gradient norm; 0 disables clipping
   std::int64_t eval_interval = 250;
   std::int64_t eval_iters = 20;      // batches per loss estimate
+  bool eval_full = false;            // at the end, the loss on every validation token (full_split_loss)
   std::int64_t log_interval = 50;
   std::uint64_t seed = 1337;
 

@@ -43,4 +43,23 @@ double estimate_loss(GPT& model, const data::CharDataset& dataset, data::Split s
   return total / static_cast<double>(batches);
 }
 
+SplitLoss full_split_loss(GPT& model, const data::CharDataset& dataset, data::Split split, std::int64_t batch_size) {
+  NoGradGuard no_grad;
+  const bool was_training = model.is_training();
+  model.eval();
+  const std::int64_t t = model.config().block_size, n = dataset.window_count(split, t);
+  const std::int64_t full = (dataset.size(split) - 1) / t;  // windows of length T; the rest is one shorter window
+  double sum = 0;
+  std::int64_t tokens = 0;
+  auto add = [&](std::int64_t first, std::int64_t count) {
+    const data::Batch b = dataset.windows(split, t, first, count);
+    sum += cross_entropy(model(b.x.to(model.device())), b.y.to(model.device())).item<double>() * static_cast<double>(b.y.numel());
+    tokens += b.y.numel();
+  };
+  for (std::int64_t first = 0; first < full; first += batch_size) add(first, std::min(batch_size, full - first));
+  if (full < n) add(full, 1);
+  model.train(was_training);
+  return {sum / static_cast<double>(tokens), tokens};
+}
+
 }  // namespace ringgrad::nn

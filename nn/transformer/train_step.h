@@ -33,4 +33,13 @@ StepResult train_step(GPT& model, AdamW& optimizer, const data::Batch& batch, do
 double estimate_loss(GPT& model, const data::CharDataset& dataset, data::Split split, std::int64_t batches,
                      std::int64_t batch_size, std::uint64_t seed);
 
+/// The loss on the whole split, every token predicted once (CharDataset::windows, in batches of
+/// `batch_size` windows): the mean over all size - 1 predictions, in eval mode without a graph.
+/// What the fixed-time contest reports (train_gpt --eval_full, and after --time_budget).
+struct SplitLoss {
+  double loss = 0;
+  std::int64_t tokens = 0;
+};
+SplitLoss full_split_loss(GPT& model, const data::CharDataset& dataset, data::Split split, std::int64_t batch_size);
+
 }  // namespace ringgrad::nn

@@ -61,3 +61,24 @@ TEST_CASE("CosineSchedule: warmup, cosine, floor") {
   CHECK(s.at(2000) == Approx(1e-4));
   CHECK(s.at(5000) == Approx(1e-4));
 }
+
+TEST_CASE("CharDataset::windows: every validation token predicted exactly once, the last window shorter") {
+  std::string text;
+  for (int i = 0; i < 1000; ++i) text.push_back(static_cast<char>('a' + (i * 7) % 26));
+  const CharDataset ds(text);  // validation: 100 tokens, so 99 predictions = 12 windows of 8 and one of 3
+  REQUIRE(ds.window_count(Split::Val, 8) == 13);
+  std::vector<std::int64_t> targets;
+  const data::Batch full = ds.windows(Split::Val, 8, 0, 12);
+  const data::Batch last = ds.windows(Split::Val, 8, 12, 1);
+  CHECK(full.y.shape() == Shape{12, 8});
+  CHECK(last.y.shape() == Shape{1, 3});
+  for (const data::Batch* b : {&full, &last}) {
+    const auto y = b->y.to_vector<std::int64_t>();
+    targets.insert(targets.end(), y.begin(), y.end());
+  }
+  const std::vector<std::int64_t> val = ds.tokenizer().encode(text.substr(900));
+  CHECK(targets == std::vector<std::int64_t>(val.begin() + 1, val.end()));  // tokens 1..99 of the split, in order
+  CHECK(full.x.to_vector<std::int64_t>()[8] == val[8]);                      // window 1 starts at token 8
+  CHECK_THROWS_AS(ds.windows(Split::Val, 8, 11, 2), std::out_of_range);     // a full window and the short one
+  CHECK_THROWS_AS(ds.windows(Split::Val, 8, 13, 1), std::out_of_range);
+}

@@ -169,3 +169,31 @@ TEST_CASE("GPT::generate: shape, seeded, and top_k = 1 is greedy") {
     CHECK(greedy.to_vector<std::int64_t>()[b * 4 + 3] == std::max_element(row, row + 11) - row);
   }
 }
+
+TEST_CASE("full_split_loss: the mean over every validation token of -log p(target), computed token by token") {
+  const data::CharDataset ds = tiny_corpus();  // 400 validation tokens: 399 predictions, 49 windows of 8 and one of 7
+  manual_seed(3);
+  GPT model(tiny_config());
+  const SplitLoss got = full_split_loss(model, ds, data::Split::Val, 5);
+  CHECK(got.tokens == ds.size(data::Split::Val) - 1);
+  // The reference: window by window, each position's log-softmax written out in doubles.
+  NoGradGuard no_grad;
+  model.eval();
+  double sum = 0;
+  std::int64_t count = 0;
+  for (std::int64_t w = 0; w < ds.window_count(data::Split::Val, 8); ++w) {
+    const data::Batch b = ds.windows(data::Split::Val, 8, w, 1);
+    const auto logits = model(b.x).to_vector<float>();
+    const auto y = b.y.to_vector<std::int64_t>();
+    for (std::size_t i = 0; i < y.size(); ++i) {
+      const float* row = logits.data() + i * 11;
+      double top = row[0], z = 0;
+      for (int v = 1; v < 11; ++v) top = std::max(top, static_cast<double>(row[v]));
+      for (int v = 0; v < 11; ++v) z += std::exp(row[v] - top);
+      sum += std::log(z) + top - row[y[i]];
+      ++count;
+    }
+  }
+  CHECK(count == got.tokens);
+  CHECK(std::abs(got.loss - sum / static_cast<double>(count)) < 1e-5);
+}
