@@ -7,20 +7,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 /usr/bin/python3 bench/compare/compare.py --args-only "$@"  # a wrong argument stops here, before any install or build
-scripts/install_deps.sh
-optional=(python3-torch libgloo-dev openmpi-bin libopenmpi-dev)
-missing=()
-for p in "${optional[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "== installing the peers' packages: ${missing[*]}"
-  sudo=""
-  [ "$(id -u)" -ne 0 ] && sudo="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
-fi
+# The peers' packages too (install_deps.sh names whatever it installs).
+scripts/install_deps.sh python3-torch libgloo-dev openmpi-bin libopenmpi-dev
 cuda=$(scripts/cuda_setting.sh)
 echo "== configuring build/ (MPI and gloo found now; CUDA $cuda), building the programs compared"
 # Forget an earlier configure's "not found" for the peers' libraries, so they are looked for again.

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Installs the Debian packages ringgrad needs, skipping those already present.
-# Needs root or sudo only when something is missing.
+# Installs the Debian packages ringgrad needs, and those named as arguments (scripts/compare.sh's
+# peers), skipping those already present. Needs root or sudo only when something is missing.
+#   scripts/install_deps.sh [PACKAGE ...]
 set -euo pipefail
 
 packages=(
@@ -9,6 +10,7 @@ packages=(
   libopenblas-dev zlib1g-dev
   dataset-fashion-mnist
   iproute2
+  "$@"
 )
 
 missing=()

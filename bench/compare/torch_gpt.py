@@ -18,10 +18,10 @@ import statistics
 import time
 
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn as nn
 import torch.nn.functional as F
+
+import twin
 
 
 class Block(nn.Module):
@@ -70,10 +70,7 @@ def lr_at(it, peak=1e-3, floor=1e-4, warmup=100, decay=2000):
 
 
 def train(rank, args):
-    torch.set_num_threads(args.threads)
-    if args.world_size > 1:
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank,
-                                world_size=args.world_size)
+    twin.join(rank, args)
     text = open(args.data, encoding="utf-8").read()
     chars = sorted(set(text))  # ids in the order of the sorted characters, as train_gpt numbers them
     stoi = {ch: i for i, ch in enumerate(chars)}
@@ -109,25 +106,19 @@ def train(rank, args):
                           "batch_per_rank": args.batch_size,
                           "tokens_per_s": args.world_size * args.batch_size * t / median, "last_loss": loss.item()}),
               flush=True)
-    if args.world_size > 1:
-        dist.destroy_process_group()
+    twin.leave(args)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", required=True, help="the text file (tinyshakespeare.txt)")
-    parser.add_argument("--world_size", type=int, default=1, help="local processes (DDP over gloo when > 1)")
     parser.add_argument("--batch_size", type=int, default=12, help="sequences per rank and step")
     parser.add_argument("--steps", type=int, default=40, help="timed steps")
     parser.add_argument("--warmup_steps", type=int, default=5, help="untimed steps first")
-    parser.add_argument("--threads", type=int, default=1, help="intra-op threads per process")
     parser.add_argument("--seed", type=int, default=1337)
-    parser.add_argument("--port", type=int, default=29611, help="gloo rendezvous port on 127.0.0.1")
+    twin.add_process_flags(parser, port=29611)
     args = parser.parse_args()
-    if args.world_size == 1:
-        train(0, args)
-    else:
-        mp.spawn(train, args=(args,), nprocs=args.world_size)
+    twin.start(train, args)
 
 
 if __name__ == "__main__":

@@ -19,10 +19,10 @@ import time
 
 import numpy as np
 import torch
-import torch.distributed as dist
-import torch.multiprocessing as mp
 import torch.nn as nn
 import torch.nn.functional as F
+
+import twin
 
 MEAN, STD = 0.2860, 0.3530  # of the training images, scaled to [0, 1]
 
@@ -42,10 +42,8 @@ def load(folder, split):
 
 
 def train(rank, args):
-    torch.set_num_threads(args.threads)
+    twin.join(rank, args)
     world = args.world_size
-    if world > 1:
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank, world_size=world)
     x_train, y_train = load(args.data, "train")
     x_test, y_test = load(args.data, "t10k")
     torch.manual_seed(args.seed)
@@ -75,26 +73,20 @@ def train(rank, args):
     if rank == 0:
         print(json.dumps({"samples_per_s": args.epochs * len(x_train) / seconds, "world_size": world,
                           "batch_global": args.batch_size, "test_accuracy": accuracy}), flush=True)
-    if world > 1:
-        dist.destroy_process_group()
+    twin.leave(args)
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", default="/usr/share/datasets/fashion-mnist", help="folder of the .gz files")
-    parser.add_argument("--world_size", type=int, default=1, help="local processes (DDP over gloo when > 1)")
     parser.add_argument("--batch_size", type=int, default=64, help="global batch: samples per step over all ranks")
     parser.add_argument("--hidden", type=int, default=256)
     parser.add_argument("--lr", type=float, default=0.02)
     parser.add_argument("--epochs", type=int, default=1)
-    parser.add_argument("--threads", type=int, default=1, help="intra-op threads per process")
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--port", type=int, default=29612, help="gloo rendezvous port on 127.0.0.1")
+    twin.add_process_flags(parser, port=29612)
     args = parser.parse_args()
-    if args.world_size == 1:
-        train(0, args)
-    else:
-        mp.spawn(train, args=(args,), nprocs=args.world_size)
+    twin.start(train, args)
 
 
 if __name__ == "__main__":

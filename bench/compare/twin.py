@@ -1,0 +1,32 @@
+"""What the PyTorch twins share: the flags of a run on local processes, joining its gloo group,
+and starting it (one process, or --world_size of them with torch.multiprocessing)."""
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def add_process_flags(parser, port):
+    parser.add_argument("--world_size", type=int, default=1, help="local processes (DDP over gloo when > 1)")
+    parser.add_argument("--threads", type=int, default=1, help="intra-op threads per process")
+    parser.add_argument("--port", type=int, default=port, help="gloo rendezvous port on 127.0.0.1")
+
+
+def join(rank, args):
+    """In each process first: its threads, and with several processes the gloo group."""
+    torch.set_num_threads(args.threads)
+    if args.world_size > 1:
+        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank,
+                                world_size=args.world_size)
+
+
+def leave(args):
+    if args.world_size > 1:
+        dist.destroy_process_group()
+
+
+def start(train, args):
+    """train(rank, args) on one process, or on --world_size spawned ones."""
+    if args.world_size == 1:
+        train(0, args)
+    else:
+        mp.spawn(train, args=(args,), nprocs=args.world_size)
