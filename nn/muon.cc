@@ -1,0 +1,67 @@
+// Muon's update: momentum, the Newton-Schulz iteration in matmuls, and the shape scale.
+#include "nn/muon.h"
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "tensor/elementwise.h"
+#include "tensor/matmul.h"
+#include "tensor/reduce.h"
+#include "tensor/view.h"
+
+namespace ringgrad::nn {
+
+Tensor newton_schulz(const Tensor& g, int steps) {
+  if (g.dim() != 2) throw std::invalid_argument("newton_schulz: a 2-D matrix, got shape " + shape_str(g.shape()));
+  constexpr double a = 3.4445, b = -4.7750, c = 2.0315;
+  const bool tall = g.size(0) > g.size(1);  // iterate on the wide side: A is the smaller Gram matrix
+  Tensor x = kernels::contiguous(tall ? kernels::transpose(g, 0, 1) : g);
+  const double norm = std::sqrt(kernels::sum(kernels::mul(x, x)).item<double>());
+  x = kernels::mul(x, 1.0 / (norm + 1e-7));
+  for (int k = 0; k < steps; ++k) {
+    const Tensor gram = kernels::matmul(x, kernels::transpose(x, 0, 1));
+    const Tensor poly = kernels::add(kernels::mul(gram, b), kernels::mul(kernels::matmul(gram, gram), c));
+    x = kernels::add(kernels::mul(x, a), kernels::matmul(poly, x));
+  }
+  return tall ? kernels::contiguous(kernels::transpose(x, 0, 1)) : x;
+}
+
+Muon::Muon(std::vector<ParamGroup> groups, MuonOptions options) : Optimizer(std::move(groups), options.lr), options_(options) {
+  for (const auto& group : groups_) {
+    for (const Tensor& p : group.params)
+      if (p.dim() != 2)
+        throw std::invalid_argument("Muon updates matrices only; a parameter of shape " + shape_str(p.shape()) +
+                                    " belongs with AdamW");
+    buffers_.emplace_back(group.params.size());
+  }
+}
+
+Tensor& Muon::state(std::size_t group, std::size_t index, const std::string& name) {
+  if (name != "momentum_buffer") throw std::invalid_argument("Muon has no state '" + name + "'");
+  Tensor& slot = buffers_.at(group).at(index);
+  const Tensor& p = groups_[group].params[index];
+  if (!slot.defined()) slot = Tensor::zeros(p.shape(), p.dtype(), p.device());
+  return slot;
+}
+
+void Muon::step() {
+  ++steps_;
+  for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
+    for (std::size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
+      const Tensor& p = groups_[gi].params[pi];
+      if (!p.grad().defined()) continue;
+      const Tensor g = p.grad();
+      Tensor& buf = state(gi, pi, "momentum_buffer");
+      kernels::mul_(buf, options_.momentum);
+      kernels::add_(buf, g);
+      const Tensor update = options_.nesterov ? kernels::add(g, kernels::mul(buf, options_.momentum)) : buf;
+      const double wd = groups_[gi].weight_decay;
+      if (wd != 0) kernels::mul_(p, 1.0 - lr_ * wd);
+      const double scale = std::sqrt(std::max(1.0, static_cast<double>(p.size(0)) / static_cast<double>(p.size(1))));
+      kernels::add_(p, newton_schulz(update, options_.ns_steps), -lr_ * scale);
+    }
+  }
+}
+
+}  // namespace ringgrad::nn
