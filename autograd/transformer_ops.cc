@@ -8,6 +8,7 @@
 #include "tensor/elementwise.h"
 #include "tensor/layer_norm.h"
 #include "tensor/op_profile.h"
+#include "tensor/rotary.h"
 
 namespace ringgrad {
 
@@ -34,6 +35,12 @@ Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head) {
   return record("causal_self_attention", out.y, {qkv}, [qkv = qkv.detach(), att = out.att, n_head](const Tensor& g) {
     ProfileScope backward_scope(OpKind::Attention);
     return std::vector<Tensor>{k::causal_attention_backward(g, qkv, att, n_head)};
+  });
+}
+
+Tensor rotary_qk(const Tensor& qkv, std::int64_t n_head) {
+  return record("rotary", k::rotary(qkv, n_head), {qkv}, [n_head](const Tensor& g) {
+    return std::vector<Tensor>{k::rotary(g, n_head, true)};
   });
 }
 

@@ -21,6 +21,11 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 /// last dim is not 3C with C divisible by n_head.
 Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head);
 
+/// Rotary position embeddings on the fused projection (tensor/rotary.h): qkv [B, T, 3C] with
+/// q and k rotated by position; backward rotates the gradient back (a rotation's inverse is its
+/// transpose). Throws what kernels::rotary throws.
+Tensor rotary_qk(const Tensor& qkv, std::int64_t n_head);
+
 /// Inverted dropout: when `training` and p > 0, zeroes each element with probability p and
 /// scales the rest by 1 / (1 - p), the mask drawn from `gen`; else returns x unchanged.
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen = default_generator());

@@ -58,7 +58,7 @@ struct Placement {
 // position table and, when lm_head is untied, the token table: lookups do no arithmetic.
 double flops_per_token(const nn::GPT& model, std::int64_t n_params) {
   const nn::GPTConfig& c = model.config();
-  const std::int64_t lookups = model.wpe->weight.numel() + (c.tie_weights ? 0 : model.wte->weight.numel());
+  const std::int64_t lookups = (model.wpe ? model.wpe->weight.numel() : 0) + (c.tie_weights ? 0 : model.wte->weight.numel());
   return 6.0 * static_cast<double>(n_params - lookups) +
          12.0 * static_cast<double>(c.n_layer * c.n_embd * c.block_size);
 }
@@ -135,6 +135,7 @@ void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
   app.add_option(flag("block_size"), c.model.block_size, "Context length T");
   app.add_option(flag("dropout"), c.model.dropout, "Dropout probability");
   app.add_option(flag("bias"), c.model.bias, "Biases in Linear and LayerNorm (true/false)");
+  app.add_option(flag("rotary"), c.model.rotary, "Rotary position embeddings on q and k instead of wpe (true/false)");
   app.add_option(flag("tie_weights"), c.model.tie_weights, "lm_head shares wte (true/false)");
   app.add_option(flag("batch_size"), c.batch_size,
                  "Global batch: sequences per step over all ranks (each rank takes batch / ranks / accumulation)");

@@ -27,7 +27,7 @@ std::string name_of(const Tensor& p, const GPT& model) {
 nlohmann::json config_json(const GPTConfig& c) {
   return {{"n_layer", c.n_layer}, {"n_head", c.n_head}, {"n_embd", c.n_embd}, {"block_size", c.block_size},
           {"vocab_size", c.vocab_size}, {"dropout", c.dropout}, {"bias", c.bias}, {"tie_weights", c.tie_weights},
-          {"dtype", dtype_name(c.dtype)}};
+          {"rotary", c.rotary}, {"dtype", dtype_name(c.dtype)}};
 }
 
 std::string generator_text(const Generator& g) { return fmt::format("{} {}", g.seed(), g.offset()); }
@@ -108,6 +108,7 @@ GPTConfig checkpoint_config(const std::string& path) {
   c.n_layer = j.at("n_layer"), c.n_head = j.at("n_head"), c.n_embd = j.at("n_embd");
   c.block_size = j.at("block_size"), c.vocab_size = j.at("vocab_size"), c.dropout = j.at("dropout");
   c.bias = j.at("bias"), c.tie_weights = j.at("tie_weights");
+  c.rotary = j.value("rotary", false);  // absent in checkpoints from before rotary embeddings
   // Checkpoints from before the parameters' dtype was recorded are float32.
   if (j.contains("dtype") && j.at("dtype") == dtype_name(DType::Float64)) c.dtype = DType::Float64;
   return c;

@@ -18,6 +18,7 @@ struct GPTConfig {
   double dropout = 0.0;          // on embeddings, attention output and MLP output
   bool bias = true;              // biases in Linear layers and LayerNorms
   bool tie_weights = true;       // lm_head shares wte's [V, C] matrix (Press & Wolf 2017)
+  bool rotary = false;           // rotary position embeddings on q and k (tensor/rotary.h) instead of wpe
   DType dtype = DType::Float32;  // of the parameters (and so the activations); Float64 for exact checks
 };
 

@@ -23,7 +23,8 @@ namespace ringgrad::nn {
 
 GPT::GPT(const GPTConfig& config) : config_(config) {
   wte = register_module("wte", std::make_shared<Embedding>(config.vocab_size, config.n_embd, config.dtype));
-  wpe = register_module("wpe", std::make_shared<Embedding>(config.block_size, config.n_embd, config.dtype));
+  if (!config.rotary)  // with rotary embeddings the positions are in attention's q and k instead
+    wpe = register_module("wpe", std::make_shared<Embedding>(config.block_size, config.n_embd, config.dtype));
   for (std::int64_t i = 0; i < config.n_layer; ++i) {
     h.push_back(register_module("h." + std::to_string(i), std::make_shared<Block>(config)));
   }
@@ -53,8 +54,9 @@ Tensor GPT::forward(const Tensor& idx) {
     throw std::invalid_argument(fmt::format("GPT: need token ids [B, T] with T <= block_size {}, got {}",
                                             config_.block_size, shape_str(idx.shape())));
   }
-  const Tensor pos = Tensor::arange(idx.size(1)).to(idx.device());
-  Tensor x = dropout((*wte)(idx) + (*wpe)(pos), config_.dropout, is_training());  // [B, T, C] + [T, C]
+  Tensor x = (*wte)(idx);  // [B, T, C]
+  if (wpe) x = x + (*wpe)(Tensor::arange(idx.size(1)).to(idx.device()));  // + [T, C]
+  x = dropout(x, config_.dropout, is_training());
   for (auto& block : h) x = (*block)(x);
   x = (*ln_f)(x);
   return lm_head ? (*lm_head)(x) : linear(x, wte->weight);  // [B, T, V]

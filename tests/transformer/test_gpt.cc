@@ -15,6 +15,7 @@
 #include "nn/transformer/gpt.h"
 #include "nn/transformer/train_step.h"
 #include "tensor/random.h"
+#include "tensor/view.h"
 
 using namespace ringgrad;
 using namespace ringgrad::nn;
@@ -196,4 +197,23 @@ TEST_CASE("full_split_loss: the mean over every validation token of -log p(targe
   }
   CHECK(count == got.tokens);
   CHECK(std::abs(got.loss - sum / static_cast<double>(count)) < 1e-5);
+}
+
+TEST_CASE("GPT with rotary embeddings: no wpe, and changing token t+1 still leaves the logits at positions <= t unchanged") {
+  GPTConfig c = tiny_config();
+  c.rotary = true;
+  manual_seed(4);
+  GPT model(c);
+  bool has_wpe = false;
+  for (auto& [name, p] : model.named_parameters()) has_wpe |= name.starts_with("wpe");
+  CHECK_FALSE(has_wpe);
+  NoGradGuard no_grad;
+  const Tensor a = random_ids(1, 8, 11, 3);
+  Tensor b = kernels::clone(a);
+  b.data<std::int64_t>()[5] = (a.data<std::int64_t>()[5] + 1) % 11;
+  const auto la = model(a).to_vector<float>(), lb = model(b).to_vector<float>();
+  for (std::size_t i = 0; i < 5 * 11; ++i) REQUIRE(la[i] == lb[i]);  // positions 0..4
+  bool later_differs = false;
+  for (std::size_t i = 5 * 11; i < la.size(); ++i) later_differs |= la[i] != lb[i];
+  CHECK(later_differs);
 }

@@ -2,6 +2,7 @@
 // tests/autograd), and their fused forwards against the same math composed from plain ops.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 
 #include "autograd/grad_mode.h"
@@ -11,6 +12,7 @@
 #include "support/gradcheck.h"
 #include "tensor/elementwise.h"
 #include "tensor/reduce.h"
+#include "tensor/rotary.h"
 #include "tensor/view.h"
 
 using namespace ringgrad;
@@ -131,4 +133,48 @@ TEST_CASE("gelu: float32 (rational tanh) agrees with float64 (std::tanh)") {
   const Tensor g64 = Tensor::ones(x64.shape(), DType::Float64), g32 = Tensor::ones(x32.shape());
   CHECK(max_abs_diff(kernels::gelu(x32), kernels::gelu(x64)) < 2e-6);
   CHECK(max_abs_diff(kernels::gelu_backward(g32, x32), kernels::gelu_backward(g64, x64)) < 1e-5);
+}
+
+TEST_CASE("rotary: each (i, i + d/2) pair of q and k turned by t 10000^(-2i/d), v untouched; backward by gradcheck") {
+  const std::int64_t heads = 2, d = 4, c = heads * d, t_len = 5;
+  const Tensor qkv = random_input({2, t_len, 3 * c}, 41);
+  const auto x = qkv.detach().to_vector<double>(), y = kernels::rotary(qkv.detach(), heads).to_vector<double>();
+  double worst = 0;
+  for (std::int64_t b = 0; b < 2; ++b)
+    for (std::int64_t t = 0; t < t_len; ++t)
+      for (std::int64_t part = 0; part < 3; ++part)
+        for (std::int64_t h = 0; h < heads; ++h)
+          for (std::int64_t i = 0; i < d / 2; ++i) {
+            const std::size_t at = static_cast<std::size_t>((b * t_len + t) * 3 * c + part * c + h * d + i);
+            const std::size_t pair = at + static_cast<std::size_t>(d / 2);
+            // As a complex number z = x_i + i x_{i+d/2}, rotated: z e^{i theta}.
+            const double theta = part == 2 ? 0 : static_cast<double>(t) * std::pow(10000.0, -2.0 * static_cast<double>(i) / d);
+            const double re = x[at] * std::cos(theta) - x[pair] * std::sin(theta);
+            const double im = x[at] * std::sin(theta) + x[pair] * std::cos(theta);
+            worst = std::max({worst, std::abs(y[at] - re), std::abs(y[pair] - im)});
+          }
+  CHECK(worst < 1e-14);
+  const auto back = kernels::rotary(kernels::rotary(qkv.detach(), heads), heads, true).to_vector<double>();
+  for (std::size_t i = 0; i < x.size(); ++i) REQUIRE(std::abs(back[i] - x[i]) < 1e-14);
+  CHECK(gradcheck([&](const Inputs& in) { return rotary_qk(in[0], heads); }, {qkv}) == "");
+  CHECK_THROWS_WITH(kernels::rotary(random_input({1, 2, 18}, 1), 2), Catch::Contains("of 2 heads of even size"));
+}
+
+TEST_CASE("rotary: q_t . k_s after the rotation depends on t - s only") {
+  // One head of size 6: a query and a key, placed at positions (4, 1) and again at (6, 3).
+  const std::int64_t d = 6, t_len = 8;
+  const Tensor qk = random_input({1, 1, 3 * d}, 7);
+  auto dot_at = [&](std::int64_t tq, std::int64_t tk) {
+    Tensor qkv = Tensor::zeros({1, t_len, 3 * d}, DType::Float64);
+    const auto src = qk.detach().to_vector<double>();
+    double* p = qkv.data<double>();
+    for (std::int64_t i = 0; i < d; ++i) p[tq * 3 * d + i] = src[static_cast<std::size_t>(i)];          // q at tq
+    for (std::int64_t i = 0; i < d; ++i) p[tk * 3 * d + d + i] = src[static_cast<std::size_t>(d + i)];  // k at tk
+    const auto r = kernels::rotary(qkv, 1).to_vector<double>();
+    double dot = 0;
+    for (std::int64_t i = 0; i < d; ++i) dot += r[static_cast<std::size_t>(tq * 3 * d + i)] * r[static_cast<std::size_t>(tk * 3 * d + d + i)];
+    return dot;
+  };
+  CHECK(std::abs(dot_at(4, 1) - dot_at(6, 3)) < 1e-12);
+  CHECK(std::abs(dot_at(4, 1) - dot_at(5, 1)) > 1e-6);  // and it does depend on the distance
 }
