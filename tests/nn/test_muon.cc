@@ -127,7 +127,7 @@ TEST_CASE("Newton-Schulz: each singular value through the quintic five times, th
   CHECK_THROWS_WITH(newton_schulz(Tensor::zeros({3}, DType::Float64)), Catch::Contains("a 2-D matrix, got shape [3]"));
 }
 
-TEST_CASE("Muon: one step is p (1 - lr wd) - lr sqrt(max(1, r/c)) NS(g + mu g); only matrices") {
+TEST_CASE("Muon: one step is p (1 - lr wd) - lr sqrt(max(1, r/c)) NS(g + mu g), for matrices only") {
   Tensor p = random_matrix(6, 3, 1);
   p.set_requires_grad(true);
   const Tensor p0 = kernels::clone(p.detach());

@@ -135,7 +135,7 @@ TEST_CASE("gelu: float32 (rational tanh) agrees with float64 (std::tanh)") {
   CHECK(max_abs_diff(kernels::gelu_backward(g32, x32), kernels::gelu_backward(g64, x64)) < 1e-5);
 }
 
-TEST_CASE("rotary: each (i, i + d/2) pair of q and k turned by t 10000^(-2i/d), v untouched; backward by gradcheck") {
+TEST_CASE("rotary: each (i, i + d/2) pair of q and k turned by t 10000^(-2i/d), v untouched, backward by gradcheck") {
   const std::int64_t heads = 2, d = 4, c = heads * d, t_len = 5;
   const Tensor qkv = random_input({2, t_len, 3 * c}, 41);
   const auto x = qkv.detach().to_vector<double>(), y = kernels::rotary(qkv.detach(), heads).to_vector<double>();
