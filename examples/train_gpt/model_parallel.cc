@@ -68,8 +68,9 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
   std::vector<double> step_ms;
   collectives::Communicator* const group_of[] = {groups.tp.get(), groups.cp.get(), groups.pp.get(), groups.dp.get()};
   for (auto* g : group_of) g->reset_stats();
-  nn::parallel::TraceWindow timeline(mp.trace, world, stage.get(), {&world, groups.tp.get(), groups.cp.get(),
-                                                                     groups.pp.get(), groups.dp.get()});
+  nn::parallel::TraceWindow timeline(mp.trace, world, stage.get(),
+                                     {&world, groups.tp.get(), groups.cp.get(), groups.pp.get(), groups.dp.get()}, 2,
+                                     mp.trace_iters);
   const std::int64_t first = state.iter;
   std::int64_t it = first;
   for (; it < cfg.max_iters; ++it) {

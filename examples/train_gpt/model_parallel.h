@@ -19,7 +19,8 @@ struct ModelParallelOptions {
   std::string schedule = "1f1b";  // or afab
   std::string log, out, resume;  // JSON lines; checkpoint written at the end; checkpoint to continue
   std::int64_t save_every = 0;    // also write `out` every this many iterations
-  std::string trace;              // a timeline of iterations 2-4 (nn/parallel/timeline.h)
+  std::string trace;              // a timeline (nn/parallel/timeline.h) of trace_iters iterations from 2
+  std::int64_t trace_iters = 3;
 };
 
 /// Trains cfg on the text at `data` up to cfg.max_iters iterations, printing the grid, then the

@@ -181,6 +181,11 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
   const std::string resume = resume_path(paths);
   if (paths.resume == "auto" && resume.empty()) acc.print("--resume auto: no checkpoint at {} yet, starting fresh\n", paths.out);
   if (!resume.empty()) {
+    // The parameters' names and shapes cannot tell learned positions from rotary ones apart
+    // when both are there or neither: the recorded config can.
+    if (const nn::GPTConfig saved = nn::checkpoint_config(resume); saved.rotary != cfg.model.rotary)
+      throw std::invalid_argument(fmt::format("--resume {}: the checkpoint was trained with --rotary {}; pass --rotary {} "
+                                              "to continue it", resume, saved.rotary, saved.rotary));
     state = nn::checkpoint_state(acc.load(*dp, resume), resume);
     default_generator() = state.dropout_gen;
     acc.print("resumed from {} at iter {}\n", resume, state.iter);
@@ -431,10 +436,11 @@ int main(int argc, char** argv) {
   if (mp.tp * mp.pp * mp.cp > 1) {
     // The model-parallel path trains on the CPU with its own grid; a flag it would not honour is refused by name.
     std::vector<std::string> refused;
-    for (const char* name : {"--accumulation", "--time_budget",
-                             "--device", "--dtype", "--backend", "--eval_interval", "--eval_iters", "--sample_tokens",
-                             "--temperature", "--top_k"})
+    for (const char* name : {"--accumulation", "--time_budget", "--device", "--dtype", "--backend", "--eval_interval",
+                             "--eval_iters", "--eval_full", "--temperature", "--top_k"})
       if (app.count(name) > 0) refused.push_back(name);
+    if (sampling.tokens > 0 && app.count("--sample_tokens") > 0) refused.push_back("--sample_tokens");  // 0 asks for none
+    if (cfg.model.rotary) refused.push_back("--rotary");
     if (!refused.empty()) {
       fmt::print(stderr, "train_gpt: {} {} not available with --tp/--pp/--cp yet (they train in fp32 on the CPU, "
                          "without evaluation or sampling)\n", fmt::join(refused, ", "), refused.size() == 1 ? "is" : "are");
@@ -447,6 +453,7 @@ int main(int argc, char** argv) {
     mp.out = paths.out;
     mp.save_every = paths.save_every;
     mp.trace = paths.trace;
+    mp.trace_iters = paths.trace_iters;
     try {
       mp.resume = resume_path(paths);
     } catch (const std::exception& e) {

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <cstdint>
 #include <fstream>
 #include <map>
@@ -127,10 +128,16 @@ TimelineSummary Timeline::write(const std::string& path) {
   world_.all_reduce(collectives::ConstBuffer(&error, 1, collectives::DType::kFloat64),
                     collectives::Buffer(&worst, 1, collectives::DType::kFloat64), collectives::ReduceOp::MAX);
   TimelineSummary summary{0, worst};
+  // Whether rank 0 wrote the file, for every rank: it returns, or throws, with rank 0.
+  auto agree = [&](std::int32_t written) {
+    world_.broadcast(collectives::ConstBuffer(&written, 1, collectives::DType::kInt32),
+                     collectives::Buffer(&written, 1, collectives::DType::kInt32), 0);
+    if (written == 0) throw std::runtime_error(fmt::format("timeline: rank 0 cannot write {} or {}.svg", path, path));
+    return summary;
+  };
   if (rank != 0) {
     world_.send(collectives::ConstBuffer(mine.data(), mine.size(), collectives::DType::kUInt8), 0);
-    world_.barrier();  // nobody reads the file before it is complete
-    return summary;
+    return agree(0);  // rank 0's answer replaces the 0
   }
   json all = json::array();
   for (int r = 0; r < world_.world_size(); ++r) {
@@ -149,10 +156,7 @@ TimelineSummary Timeline::write(const std::string& path) {
   out << file.dump() << '\n';
   std::ofstream svg(path + ".svg");
   svg << timeline_svg(all.dump());
-  const bool written = out.good() && svg.good();
-  world_.barrier();  // first, so the other ranks are not left waiting if this one throws
-  if (!written) throw std::runtime_error("timeline: cannot write " + path + " or " + path + ".svg");
-  return summary;
+  return agree(out.good() && svg.good() ? 1 : 0);
 }
 
 TraceWindow::TraceWindow(std::string path, Communicator& world, Module* model, std::vector<const Communicator*> traced,
@@ -161,7 +165,14 @@ TraceWindow::TraceWindow(std::string path, Communicator& world, Module* model, s
       timeline_(world, traced.empty() ? std::vector<const Communicator*>{&world} : std::move(traced)),
       model_(model),
       first_(first),
-      count_(count) {}
+      count_(count) {
+  if (path_.empty()) return;
+  // Checked at the start, on every rank alike, rather than found by rank 0 at the end.
+  namespace fs = std::filesystem;
+  const fs::path file(path_), dir = file.has_parent_path() ? file.parent_path() : fs::path(".");
+  if (fs::is_directory(file)) throw std::invalid_argument("--trace " + path_ + ": is a directory, not a file");
+  if (!fs::is_directory(dir)) throw std::invalid_argument("--trace " + path_ + ": there is no directory " + dir.string());
+}
 
 void TraceWindow::at(std::int64_t it) {
   if (path_.empty() || written_) return;
@@ -175,6 +186,9 @@ void TraceWindow::at(std::int64_t it) {
 }
 
 void TraceWindow::finish(std::int64_t it) {
+  if (!path_.empty() && !started_ && timeline_.rank() == 0)
+    fmt::print("trace: nothing recorded in {}: the run stopped before iteration {}, where the trace starts\n", path_,
+               first_);
   if (!started_ || written_) return;
   const TimelineSummary s = timeline_.write(path_);
   written_ = true;

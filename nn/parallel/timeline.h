@@ -57,7 +57,8 @@ class Timeline {
 /// what it wrote. An empty path traces nothing.
 class TraceWindow {
  public:
-  /// `traced`: the communicators whose collectives appear (empty: the world's).
+  /// `traced`: the communicators whose collectives appear (empty: the world's). Throws
+  /// std::invalid_argument when `path` is a directory or its directory does not exist.
   TraceWindow(std::string path, collectives::Communicator& world, Module* model,
               std::vector<const collectives::Communicator*> traced = {}, std::int64_t first = 2, std::int64_t count = 3);
   /// At the top of iteration `it`: starts recording at `first`, writes at first + count.

@@ -3,7 +3,8 @@
 # say how to start them (exit 2); train_gpt finds its default text from any working directory
 # (beside the repository it was built in), or names where it looked; a directory given as the
 # text says so; demo.sh with a missing or wrong file stops at once, non-zero; a configuration
-# error every rank finds is printed once under ringgrad-run.
+# error every rank finds is printed once under ringgrad-run; a --trace path that cannot be
+# written is refused before training.
 # Usage: first_run_test.sh SOURCE_DIR BIN_DIR
 set -eu
 src=$1 bin=$2
@@ -62,4 +63,13 @@ status=0
 [ $status -eq 2 ] || fail "a bad batch exited $status"
 [ "$(grep -c 'global batch 7 does not divide into 2 ranks' "$dir/out.txt")" -eq 1 ] || fail "$(cat "$dir/out.txt")"
 echo "a configuration error on 2 ranks: printed once"
+
+# 6. A timeline into a directory that does not exist: refused at the start on every rank, not
+#    found by rank 0 after the traced steps (which left the other rank waiting a timeout).
+status=0
+timeout 60 "$bin/ringgrad-run" --nproc-per-node 2 "$bin/train_gpt" --data "$dir/text.txt" --config tiny --max_iters 8 \
+  --trace "$dir/no/such/dir/t.json" > "$dir/out.txt" 2>&1 || status=$?
+[ $status -eq 2 ] || fail "--trace into a missing directory exited $status: $(cat "$dir/out.txt")"
+grep -q "there is no directory $dir/no/such/dir" "$dir/out.txt" || fail "$(cat "$dir/out.txt")"
+echo "--trace into a missing directory: exit 2 at once"
 echo "passed"
