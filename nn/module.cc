@@ -27,8 +27,14 @@ Tensor Module::operator()(const Tensor& x) {
 
 void Module::set_trace_names(const std::string& name) {
   trace_name_ = trace::intern(name);
+  name_children("");
+}
+
+void Module::name_children(const std::string& prefix) {
   for (auto& [child_name, child] : children_) {
-    child->set_trace_names(trace_name_ == std::string_view("model") ? child_name : name + "." + child_name);
+    const std::string path = prefix.empty() ? child_name : prefix + "." + child_name;
+    child->trace_name_ = trace::intern(path);
+    child->name_children(path);
   }
 }
 

@@ -40,9 +40,9 @@ class Module {
   /// (torch's register_forward_hook), until the returned handle removes it.
   [[nodiscard]] autograd::RemovableHandle register_forward_hook(std::function<Tensor(Module&, const Tensor& output)> hook);
 
-  /// Names this module `name` and its children by their dotted paths (the names parameters
-  /// carry: "h.0.attn" under a root named "model") in traces (autograd/trace.h), where their
-  /// forward and backward spans appear; until then every module's spans read "module".
+  /// Names this module `name` and its children by their dotted paths under it (the names
+  /// parameters carry: "h.0.attn") in traces (autograd/trace.h), where their forward and
+  /// backward spans appear; until then every module's spans read "module".
   void set_trace_names(const std::string& name = "model");
 
   /// Parameters of this module and its children, depth-first in registration order.
@@ -85,6 +85,7 @@ class Module {
 
  private:
   void collect(const std::string& prefix, NamedTensors& out, bool buffers) const;
+  void name_children(const std::string& prefix);  // set_trace_names below this module
 
   // One entry per hook, a pre-hook or a hook (the other is empty). Shared with the handles
   // that remove them, so that a handle may outlive the module.

@@ -42,21 +42,16 @@ DataParallel::DataParallel(std::shared_ptr<Module> model, collectives::Communica
 
 double DataParallel::step(double max_grad_norm) {
   before_step();
-  if (gradient_scale_ != 1) {
-    std::vector<Tensor> updated;
-    for (const auto& group : optimizer_->param_groups()) updated.insert(updated.end(), group.params.begin(), group.params.end());
-    scale_grads_(updated, gradient_scale_);
-  }
+  // The tensors the optimizer updates (shards, where the strategy shards), in params_ order.
+  std::vector<Tensor> updated;
+  for (const auto& [group, index] : slot_) updated.push_back(optimizer_->param_groups()[group].params[index]);
+  if (gradient_scale_ != 1) scale_grads_(updated, gradient_scale_);
   double norm = 0;
   if (max_grad_norm > 0) {
-    // Clipping as clip_grad_norm_, over the tensors the optimizer updates (shards, where the
-    // strategy shards), with the norm taken over every rank's part.
-    std::vector<Tensor> updated, counted;
-    for (std::size_t i = 0; i < params_.size(); ++i) {
-      const Tensor& u = optimizer_->param_groups()[slot_[i].first].params[slot_[i].second];
-      updated.push_back(u);
-      if (!norm_scope_.counts || norm_scope_.counts(param_names_[i])) counted.push_back(u);
-    }
+    // Clipping as clip_grad_norm_, with the norm taken over every rank's part.
+    std::vector<Tensor> counted;
+    for (std::size_t i = 0; i < params_.size(); ++i)
+      if (!norm_scope_.counts || norm_scope_.counts(param_names_[i])) counted.push_back(updated[i]);
     double sum = global_norm_squared(grad_norm_squared(counted));
     for (collectives::Communicator* group : norm_scope_.groups) {
       group->all_reduce(collectives::ConstBuffer(&sum, 1, collectives::DType::kFloat64),
