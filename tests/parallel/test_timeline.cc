@@ -3,7 +3,9 @@
 // around it, or after it); every collective of the steps has a span on both ranks with the same
 // sequence number; the model's modules have forward and backward spans under their names; each
 // DDP bucket has its span; the "communication wait" spans add up to the strategy's own
-// wait_seconds; and the share of all-reduce time left outside backward agrees with that wait.
+// wait_seconds; and every all-reduce is outstanding only inside its step's window, from the
+// start of backward to the end of the wait (how much of it hides behind backward depends on the
+// machine's load, so that share is printed, not asserted: timing belongs in bench/).
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -97,7 +99,7 @@ TEST_CASE("timeline: 3 DDP steps on 2 ranks, every span nested, every collective
     std::map<int, std::set<std::uint64_t>> seqs;  // rank -> collective sequence numbers
     std::set<std::string> forward, backward, buckets;
     double waits = 0;
-    std::vector<Interval> all_reduce, backward_pass;
+    std::vector<Interval> all_reduce, backward_pass, wait_spans;
     for (const json& e : events) {
       ranks.insert(e.at("pid").get<int>());
       if (e.at("ph") != "X") continue;
@@ -110,7 +112,7 @@ TEST_CASE("timeline: 3 DDP steps on 2 ranks, every span nested, every collective
       if (cat == "forward") forward.insert(name);
       if (cat == "backward") backward.insert(name);
       if (cat == "ddp") buckets.insert(name);
-      if (cat == "wait") waits += t1 - t0;
+      if (cat == "wait") waits += t1 - t0, wait_spans.push_back({t0, t1});
       // Outstanding from the moment it was queued (a bucket waiting for the worker counts too).
       if (cat == "collective" && name.starts_with("all_reduce")) all_reduce.push_back({e.at("args").at("queued_us"), t1});
       if (cat == "backward pass") backward_pass.push_back({t0, t1});
@@ -137,13 +139,24 @@ TEST_CASE("timeline: 3 DDP steps on 2 ranks, every span nested, every collective
     check(buckets.size() >= 2, fmt::format("{} DDP buckets on the timeline", buckets.size()));
     check(std::abs(waits - wait_us) < 5 + 1e-3 * wait_us,
           fmt::format("the wait spans ({} us) are the strategy's wait_seconds ({} us)", waits, wait_us));
-    // All-reduce time outside backward, queued to done, is what the training thread waited for.
+    // Each step's window: from its backward's start to the end of the last wait before the next
+    // backward. An all-reduce is queued by a gradient hook (inside backward) and the wait ends only
+    // after it is done, so every all-reduce lies inside a window, however loaded the machine.
+    std::sort(backward_pass.begin(), backward_pass.end(), [](const Interval& a, const Interval& b) { return a.t0 < b.t0; });
+    std::vector<Interval> windows;
+    for (std::size_t i = 0; i < backward_pass.size(); ++i) {
+      const double next = i + 1 < backward_pass.size() ? backward_pass[i + 1].t0 : 1e300;
+      double end = backward_pass[i].t1;
+      for (const Interval& w : wait_spans)
+        if (w.t0 >= backward_pass[i].t1 && w.t0 < next) end = std::max(end, w.t1);
+      windows.push_back({backward_pass[i].t0, end});
+    }
+    check(backward_pass.size() == 3, fmt::format("{} backward passes on rank 0's timeline", backward_pass.size()));
     const double reduce = covered(all_reduce), hidden = overlap(all_reduce, backward_pass);
-    const double exposed = reduce - hidden;
     fmt::print("timeline: all-reduce {:.0f} us, {:.0f}% of it during backward; exposed {:.0f} us, comm wait {:.0f} us\n",
-               reduce, 100 * hidden / reduce, exposed, wait_us);
-    check(std::abs(exposed - wait_us) < 0.25 * wait_us + 300,
-          fmt::format("exposed all-reduce {} us against the wait {} us", exposed, wait_us));
+               reduce, 100 * hidden / reduce, reduce - hidden, wait_us);
+    const double outside = reduce - overlap(all_reduce, windows);
+    check(outside < 1.0, fmt::format("{} us of all-reduce outside the steps' backward-to-wait windows", outside));
   });
   INFO(describe(results));
   for (const auto& r : results) CHECK(r.ok());
