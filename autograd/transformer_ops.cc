@@ -8,6 +8,7 @@
 #include "tensor/elementwise.h"
 #include "tensor/layer_norm.h"
 #include "tensor/op_profile.h"
+#include "tensor/qk_norm.h"
 #include "tensor/rotary.h"
 
 namespace ringgrad {
@@ -41,6 +42,12 @@ Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head) {
 Tensor rotary_qk(const Tensor& qkv, std::int64_t n_head) {
   return record("rotary", k::rotary(qkv, n_head), {qkv}, [n_head](const Tensor& g) {
     return std::vector<Tensor>{k::rotary(g, n_head, true)};
+  });
+}
+
+Tensor qk_norm(const Tensor& qkv, std::int64_t n_head) {
+  return record("qk_norm", k::qk_norm(qkv, n_head), {qkv}, [qkv = qkv.detach(), n_head](const Tensor& g) {
+    return std::vector<Tensor>{k::qk_norm_backward(g, qkv, n_head)};
   });
 }
 

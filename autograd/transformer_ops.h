@@ -26,6 +26,10 @@ Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head);
 /// transpose). Throws what kernels::rotary throws.
 Tensor rotary_qk(const Tensor& qkv, std::int64_t n_head);
 
+/// QK-norm on the fused projection (tensor/qk_norm.h): qkv [B, T, 3C] with each head's q and k
+/// scaled to unit root-mean-square, v unchanged. Throws what kernels::qk_norm throws.
+Tensor qk_norm(const Tensor& qkv, std::int64_t n_head);
+
 /// Inverted dropout: when `training` and p > 0, zeroes each element with probability p and
 /// scales the rest by 1 / (1 - p), the mask drawn from `gen`; else returns x unchanged.
 Tensor dropout(const Tensor& x, double p, bool training, Generator& gen = default_generator());

@@ -87,7 +87,6 @@ int main(int argc, char** argv) {
   model.to(device);  // before the optimizer, which makes its state where the parameters are
   nn::AdamW opt(nn::weight_decay_groups(model, cfg.weight_decay), {cfg.lr, cfg.beta1, cfg.beta2, 1e-8});
   Generator gen(cfg.seed);
-  const nn::CosineSchedule schedule = cfg.schedule();
 
   std::vector<double> ms, traced_ms, untraced_ms;
   double total_s = 0;
@@ -102,7 +101,7 @@ int main(int argc, char** argv) {
     if (traced) trace::start();
     const auto t0 = std::chrono::steady_clock::now();
     const auto batch = ds.get_batch(nn::data::Split::Train, cfg.batch_size, cfg.model.block_size, gen);
-    nn::train_step(model, opt, batch, schedule.at(it), cfg.grad_clip);
+    nn::train_step(model, opt, batch, cfg.lr_at(it), cfg.grad_clip);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (traced) {
       trace::stop();

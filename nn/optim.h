@@ -39,6 +39,12 @@ class Optimizer {
   /// Names of the per-parameter state tensors, e.g. {"exp_avg", "exp_avg_sq"}: what a
   /// checkpoint saves, and what sharded data parallelism splits across ranks.
   virtual std::vector<std::string> state_names() const = 0;
+  /// The names group `group`'s parameters have: state_names(), unless the optimizer runs
+  /// different rules on different groups (MuonWithAdamW).
+  virtual std::vector<std::string> group_state_names(std::size_t group) const {
+    static_cast<void>(group);
+    return state_names();
+  }
   /// State `name` of parameter `index` in group `group`, created zero-filled (parameter's
   /// shape and dtype) on first use.
   virtual Tensor& state(std::size_t group, std::size_t index, const std::string& name) = 0;

@@ -62,7 +62,6 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
   }
   std::ofstream log;
   if (lead && !mp.log.empty()) log.open(mp.log, mp.resume.empty() ? std::ios::trunc : std::ios::app);
-  const nn::CosineSchedule lr_schedule = cfg.schedule();
   Generator& data_gen = state.data_gen;
   const double tokens_per_iter = static_cast<double>(cfg.batch_size * cfg.model.block_size);
   std::vector<double> step_ms;
@@ -80,7 +79,7 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
     const nn::data::Batch batch = ds.get_batch(nn::data::Split::Train, cfg.batch_size, cfg.model.block_size, data_gen);
     dp->zero_grad();
     const PipelineStepResult r = grid_step(*dp, groups, batch.x, batch.y, mp.micro_batches, schedule);
-    dp->set_lr(lr_schedule.at(it));
+    dp->set_lr(cfg.lr_at(it));
     const double norm = [&] {  // the whole model's norm, clipped to grad_clip
       const trace::Span span("optimizer step", "step");
       return dp->step(cfg.grad_clip);

@@ -28,6 +28,7 @@
 #include "examples/train_gpt/model_parallel.h"
 #include "nn/data/char_dataset.h"
 #include "nn/data/idx.h"
+#include "nn/muon_adamw.h"
 #include "nn/parallel/accelerator.h"
 #include "nn/parallel/timeline.h"
 #include "nn/parallel/training_state.h"
@@ -136,6 +137,8 @@ void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
   app.add_option(flag("dropout"), c.model.dropout, "Dropout probability");
   app.add_option(flag("bias"), c.model.bias, "Biases in Linear and LayerNorm (true/false)");
   app.add_option(flag("rotary"), c.model.rotary, "Rotary position embeddings on q and k instead of wpe (true/false)");
+  app.add_option(flag("qk_norm"), c.model.qk_norm, "Each head's q and k scaled to unit RMS before attention (true/false)");
+  app.add_option(flag("relu_squared"), c.model.relu_squared, "MLP activation ReLU(x)^2 instead of GELU (true/false)");
   app.add_option(flag("tie_weights"), c.model.tie_weights, "lm_head shares wte (true/false)");
   app.add_option(flag("batch_size"), c.batch_size,
                  "Global batch: sequences per step over all ranks (each rank takes batch / ranks / accumulation)");
@@ -143,7 +146,16 @@ void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
   app.add_option(flag("lr"), c.lr, "Peak learning rate");
   app.add_option(flag("min_lr"), c.min_lr, "Learning rate at the end of the cosine decay");
   app.add_option(flag("warmup_iters"), c.warmup_iters, "Iterations of linear warmup");
-  app.add_option(flag("lr_decay_iters"), c.lr_decay_iters, "Iteration where the cosine decay ends");
+  app.add_option(flag("lr_decay_iters"), c.lr_decay_iters, "Iteration where the decay ends (with --time_budget: "
+                 "the iteration scale the elapsed fraction of the budget maps onto)");
+  app.add_option(flag("lr_schedule"), c.lr_schedule, "cosine (nanoGPT's), or wsd (warmup, the peak held, a linear "
+                 "cooldown)")->check(CLI::IsMember({"cosine", "wsd"}));
+  app.add_option(flag("cooldown_frac"), c.cooldown_frac, "wsd: the last share of lr_decay_iters spent cooling down")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option(flag("optimizer"), c.optimizer, "adamw, or muon (Muon on the blocks' matrices, AdamW on the rest; "
+                 "--strategy ddp or ddp-naive)")->check(CLI::IsMember({"adamw", "muon"}));
+  app.add_option(flag("muon_lr"), c.muon_lr, "Muon's peak learning rate (the schedule scales it as --lr)");
+  app.add_option(flag("muon_momentum"), c.muon_momentum, "Muon's Nesterov momentum");
   app.add_option(flag("beta1"), c.beta1, "AdamW beta1");
   app.add_option(flag("beta2"), c.beta2, "AdamW beta2");
   app.add_option(flag("weight_decay"), c.weight_decay, "AdamW decoupled weight decay (2-D parameters only)");
@@ -167,25 +179,34 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
   manual_seed(cfg.seed);  // the same initial weights on every device: drawn on the CPU, then moved
   auto model = std::make_shared<nn::GPT>(cfg.model);
   model->to(device);  // before the optimizer is made, so its state is made there too
-  auto make_adamw = [&](std::vector<nn::ParamGroup> groups) {
-    return std::make_unique<nn::AdamW>(std::move(groups), nn::AdamOptions{cfg.lr, cfg.beta1, cfg.beta2, 1e-8});
+  // AdamW on everything, or (--optimizer muon) Muon on the blocks' matrices and AdamW on the rest.
+  const bool muon = cfg.optimizer == "muon";
+  const nn::AdamOptions adam{cfg.lr, cfg.beta1, cfg.beta2, 1e-8};
+  auto make_optimizer = [&](std::vector<nn::ParamGroup> groups) -> std::unique_ptr<nn::Optimizer> {
+    if (muon) return std::make_unique<nn::MuonWithAdamW>(std::move(groups), 1, nn::MuonOptions{cfg.muon_lr, cfg.muon_momentum}, adam);
+    return std::make_unique<nn::AdamW>(std::move(groups), adam);
   };
   parallel::DataParallelOptions options;
   options.bucket_cap_mb = dist.bucket_cap_mb;
   options.overlap = dist.overlap;
   options.fsdp_units.assign(model->h.begin(), model->h.end());  // FSDP gathers one block at a time
-  auto dp = acc.prepare(dist.strategy, model, nn::weight_decay_groups(*model, cfg.weight_decay), make_adamw, options);
+  auto dp = acc.prepare(dist.strategy, model,
+                        muon ? nn::muon_adamw_groups(*model, cfg.weight_decay) : nn::weight_decay_groups(*model, cfg.weight_decay),
+                        make_optimizer, options);
   // Every rank draws the same global batch and trains on its own rows of it: N ranks take the
   // steps one process would take on the whole batch.
   nn::TrainState state{0, Generator(cfg.seed + 1), default_generator()};
   const std::string resume = resume_path(paths);
   if (paths.resume == "auto" && resume.empty()) acc.print("--resume auto: no checkpoint at {} yet, starting fresh\n", paths.out);
   if (!resume.empty()) {
-    // The parameters' names and shapes cannot tell learned positions from rotary ones apart
-    // when both are there or neither: the recorded config can.
-    if (const nn::GPTConfig saved = nn::checkpoint_config(resume); saved.rotary != cfg.model.rotary)
-      throw std::invalid_argument(fmt::format("--resume {}: the checkpoint was trained with --rotary {}; pass --rotary {} "
-                                              "to continue it", resume, saved.rotary, saved.rotary));
+    // The parameters' names and shapes cannot tell these choices apart (rotary or learned
+    // positions, QK-norm, the activation): the recorded config can.
+    const auto saved = nn::checkpoint_config(resume).computation_flags(), wanted = cfg.model.computation_flags();
+    for (std::size_t i = 0; i < saved.size(); ++i)
+      if (saved[i].second != wanted[i].second)
+        throw std::invalid_argument(fmt::format("--resume {}: the checkpoint was trained with --{} {}; pass --{} {} "
+                                                "to continue it", resume, saved[i].first, saved[i].second,
+                                                saved[i].first, saved[i].second));
     state = nn::checkpoint_state(acc.load(*dp, resume), resume);
     default_generator() = state.dropout_gen;
     acc.print("resumed from {} at iter {}\n", resume, state.iter);
@@ -204,8 +225,11 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
             cfg.model.n_layer, cfg.model.n_head, cfg.model.n_embd, cfg.model.block_size, cfg.model.vocab_size, n_params,
             cfg.model.tie_weights ? "lm_head tied to wte" : "lm_head untied", cfg.max_iters, ds.size(Split::Train),
             ds.size(Split::Val));
-  acc.print("strategy {}: {}; on {} with {} matmuls\n", dp->name(), acc.batch_split(cfg.batch_size, dist.accumulation),
-            device.str(), matmul_precision_name(matmul_precision()));
+  acc.print("strategy {}: {}; on {} with {} matmuls; {}, {} schedule\n", dp->name(),
+            acc.batch_split(cfg.batch_size, dist.accumulation), device.str(), matmul_precision_name(matmul_precision()),
+            muon ? fmt::format("Muon (lr {}) on the blocks' matrices, AdamW (lr {}) on the rest", cfg.muon_lr, cfg.lr)
+                 : fmt::format("AdamW (lr {})", cfg.lr),
+            cfg.lr_schedule);
   auto save = [&](std::int64_t iter) {
     if (paths.out.empty()) return;
     state.iter = iter;
@@ -222,7 +246,6 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
     save(it);
   };
 
-  const nn::CosineSchedule schedule = cfg.schedule();
   const double tokens_per_iter = static_cast<double>(cfg.batch_size * cfg.model.block_size);
   const std::int64_t micro = cfg.batch_size / dist.accumulation;  // rows of one micro-step, all ranks
   const auto start = std::chrono::steady_clock::now();
@@ -246,8 +269,8 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
     const auto t0 = std::chrono::steady_clock::now();
     const double wait0 = dp->stats().wait_seconds;
     const double lr = dist.time_budget > 0
-                          ? schedule.at(static_cast<std::int64_t>(elapsed / dist.time_budget * static_cast<double>(cfg.lr_decay_iters)))
-                          : schedule.at(it);
+                          ? cfg.lr_at(static_cast<std::int64_t>(elapsed / dist.time_budget * static_cast<double>(cfg.lr_decay_iters)))
+                          : cfg.lr_at(it);
     const nn::data::Batch batch = ds.get_batch(Split::Train, cfg.batch_size, cfg.model.block_size, state.data_gen);
     dp->zero_grad();
     double loss_sum = 0;
@@ -428,6 +451,11 @@ int main(int argc, char** argv) {
     fmt::print(stderr, "train_gpt: --sp splits the sequence inside the tensor-parallel groups: it needs --tp 2 or more\n");
     return 2;
   }
+  if (cfg.optimizer == "muon" && dist.strategy != "ddp" && dist.strategy != "ddp-naive") {
+    fmt::print(stderr, "train_gpt: --optimizer muon orthogonalises whole gradient matrices: it needs --strategy ddp or "
+                       "ddp-naive (--strategy {} holds each rank's flat shard)\n", dist.strategy);
+    return 2;
+  }
   if (mp.pp == 1 && (app.count("--micro_batches") > 0 || app.count("--pp_schedule") > 0)) {
     fmt::print(stderr, "train_gpt: --micro_batches and --pp_schedule need --pp 2 or more (data parallelism splits "
                        "batches with --accumulation)\n");
@@ -440,7 +468,8 @@ int main(int argc, char** argv) {
                              "--eval_iters", "--eval_full", "--temperature", "--top_k"})
       if (app.count(name) > 0) refused.push_back(name);
     if (sampling.tokens > 0 && app.count("--sample_tokens") > 0) refused.push_back("--sample_tokens");  // 0 asks for none
-    if (cfg.model.rotary) refused.push_back("--rotary");
+    for (const std::string& name : cfg.model.data_parallel_only()) refused.push_back("--" + name);
+    if (cfg.optimizer != "adamw") refused.push_back("--optimizer " + cfg.optimizer);
     if (!refused.empty()) {
       fmt::print(stderr, "train_gpt: {} {} not available with --tp/--pp/--cp yet (they train in fp32 on the CPU, "
                          "without evaluation or sampling)\n", fmt::join(refused, ", "), refused.size() == 1 ? "is" : "are");

@@ -6,6 +6,7 @@
 #include <string>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "autograd/linear.h"
 #include "autograd/ops.h"
@@ -24,9 +25,9 @@ PipelineStage::PipelineStage(const GPT& full, int stage, int stages, collectives
     : config_(full.config()), stage_(stage), stages_(stages), tp_(tp), cp_(cp),
       sequence_parallel_(sequence_parallel && tp != nullptr && tp->world_size() > 1) {
   const std::int64_t layers = config_.n_layer;
-  if (config_.rotary)
-    throw std::invalid_argument(fmt::format("PipelineStage {} of {}: rotary embeddings are not built for model "
-                                            "parallelism yet", stage, stages));
+  if (!config_.data_parallel_only().empty())
+    throw std::invalid_argument(fmt::format("PipelineStage {} of {}: {} not built for model parallelism yet", stage,
+                                            stages, fmt::join(config_.data_parallel_only(), ", ")));
   if (stages < 1 || stage < 0 || stage >= stages || layers % stages != 0)
     throw std::invalid_argument(fmt::format("PipelineStage {} of {}: n_layer {} does not divide into {} stages", stage,
                                             stages, layers, stages));

@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "autograd/linear.h"
 #include "autograd/ops.h"
@@ -99,9 +100,9 @@ Tensor TensorParallelBlock::forward(const Tensor& x) {
 TensorParallelGPT::TensorParallelGPT(const GPT& full, collectives::Communicator& group, bool sequence_parallel)
     : config_(full.config()), group_(group), sequence_parallel_(sequence_parallel) {
   const std::int64_t p = group.world_size();
-  if (config_.rotary)
-    throw std::invalid_argument(fmt::format("rank {}: rotary embeddings are not built for tensor parallelism yet",
-                                            group.rank()));
+  if (!config_.data_parallel_only().empty())
+    throw std::invalid_argument(fmt::format("rank {}: {} not built for tensor parallelism yet", group.rank(),
+                                            fmt::join(config_.data_parallel_only(), ", ")));
   if (config_.n_head % p != 0)
     throw std::invalid_argument(fmt::format("TensorParallelGPT on rank {}: n_head {} does not divide into {} "
                                             "tensor-parallel ranks", group.rank(), config_.n_head, p));

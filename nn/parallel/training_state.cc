@@ -46,8 +46,8 @@ StateDict full_state_dict(DataParallel& dp) {
     if (keep) state.emplace(dp.param_names_[i], kernels::clone(full));
   }
   if (optimizer.steps() > 0) {
-    for (const std::string& name : optimizer.state_names()) {
-      for (std::size_t i = 0; i < dp.params_.size(); ++i) {
+    for (std::size_t i = 0; i < dp.params_.size(); ++i) {
+      for (const std::string& name : optimizer.group_state_names(dp.slot_[i].first)) {
         Tensor full = dp.full_optimizer_state(i, name);
         if (keep) state.emplace("optimizer." + name + "." + dp.param_names_[i], kernels::clone(full));
       }
@@ -77,8 +77,8 @@ void load_full_state_dict(DataParallel& dp, const StateDict& state) {
   const std::int64_t steps = get("optimizer.steps", {1}).item<std::int64_t>();
   dp.optimizer_->set_steps(steps);
   if (steps == 0) return;
-  for (const std::string& name : dp.optimizer_->state_names()) {
-    for (std::size_t i = 0; i < dp.params_.size(); ++i) {
+  for (std::size_t i = 0; i < dp.params_.size(); ++i) {
+    for (const std::string& name : dp.optimizer_->group_state_names(dp.slot_[i].first)) {
       dp.load_optimizer_state(i, name, get("optimizer." + name + "." + dp.param_names_[i], dp.params_[i].shape()));
     }
   }
@@ -92,7 +92,7 @@ MemoryUse memory_use(const DataParallel& dp) {
     for (std::size_t pi = 0; pi < group.params.size(); ++pi) {
       params.push_back(group.params[pi]);  // shards, where the strategy shards
       grads.push_back(group.params[pi].grad());
-      for (const std::string& name : optimizer.state_names()) states.push_back(dp.optimizer_->state(gi, pi, name));
+      for (const std::string& name : optimizer.group_state_names(gi)) states.push_back(dp.optimizer_->state(gi, pi, name));
     }
   }
   for (const Tensor& p : dp.params_) grads.push_back(p.grad());

@@ -1,5 +1,5 @@
-// CausalSelfAttention: c_attn makes [B, T, 3C] in one GEMM (its q and k rotated by position
-// with rotary embeddings), the fused causal attention op reads q, k and v from it per head, and
+// CausalSelfAttention: c_attn makes [B, T, 3C] in one GEMM (with QK-norm its q and k scaled to
+// unit RMS per head, then with rotary embeddings rotated by position), the fused causal attention op reads q, k and v from it per head, and
 // c_proj maps the heads back to C, with dropout after.
 #include "nn/transformer/attention.h"
 
@@ -12,7 +12,7 @@
 namespace ringgrad::nn {
 
 CausalSelfAttention::CausalSelfAttention(const GPTConfig& config)
-    : n_head_(config.n_head), dropout_(config.dropout), rotary_(config.rotary) {
+    : n_head_(config.n_head), dropout_(config.dropout), rotary_(config.rotary), qk_norm_(config.qk_norm) {
   if (config.n_head < 1 || config.n_embd % config.n_head != 0) {
     throw std::invalid_argument(fmt::format("CausalSelfAttention: n_embd {} is not divisible by n_head {}",
                                             config.n_embd, config.n_head));
@@ -22,8 +22,10 @@ CausalSelfAttention::CausalSelfAttention(const GPTConfig& config)
 }
 
 Tensor CausalSelfAttention::forward(const Tensor& x) {
-  const Tensor qkv = (*c_attn)(x);  // [B, T, 3C]
-  const Tensor y = causal_self_attention(rotary_ ? rotary_qk(qkv, n_head_) : qkv, n_head_);  // -> [B, T, C]
+  Tensor qkv = (*c_attn)(x);  // [B, T, 3C]
+  if (qk_norm_) qkv = qk_norm(qkv, n_head_);
+  if (rotary_) qkv = rotary_qk(qkv, n_head_);
+  const Tensor y = causal_self_attention(qkv, n_head_);  // -> [B, T, C]
   return dropout((*c_proj)(y), dropout_, is_training());
 }
 

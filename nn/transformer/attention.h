@@ -21,7 +21,7 @@ class CausalSelfAttention : public Module {
  private:
   std::int64_t n_head_;
   double dropout_;
-  bool rotary_;
+  bool rotary_, qk_norm_;
 };
 
 }  // namespace ringgrad::nn

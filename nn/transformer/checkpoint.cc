@@ -27,7 +27,7 @@ std::string name_of(const Tensor& p, const GPT& model) {
 nlohmann::json config_json(const GPTConfig& c) {
   return {{"n_layer", c.n_layer}, {"n_head", c.n_head}, {"n_embd", c.n_embd}, {"block_size", c.block_size},
           {"vocab_size", c.vocab_size}, {"dropout", c.dropout}, {"bias", c.bias}, {"tie_weights", c.tie_weights},
-          {"rotary", c.rotary}, {"dtype", dtype_name(c.dtype)}};
+          {"rotary", c.rotary}, {"qk_norm", c.qk_norm}, {"relu_squared", c.relu_squared}, {"dtype", dtype_name(c.dtype)}};
 }
 
 std::string generator_text(const Generator& g) { return fmt::format("{} {}", g.seed(), g.offset()); }
@@ -108,7 +108,8 @@ GPTConfig checkpoint_config(const std::string& path) {
   c.n_layer = j.at("n_layer"), c.n_head = j.at("n_head"), c.n_embd = j.at("n_embd");
   c.block_size = j.at("block_size"), c.vocab_size = j.at("vocab_size"), c.dropout = j.at("dropout");
   c.bias = j.at("bias"), c.tie_weights = j.at("tie_weights");
-  c.rotary = j.value("rotary", false);  // absent in checkpoints from before rotary embeddings
+  // Absent in checkpoints from before these options: off.
+  c.rotary = j.value("rotary", false), c.qk_norm = j.value("qk_norm", false), c.relu_squared = j.value("relu_squared", false);
   // Checkpoints from before the parameters' dtype was recorded are float32.
   if (j.contains("dtype") && j.at("dtype") == dtype_name(DType::Float64)) c.dtype = DType::Float64;
   return c;

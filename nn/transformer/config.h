@@ -4,6 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "tensor/dtype.h"
 
@@ -19,7 +22,23 @@ struct GPTConfig {
   bool bias = true;              // biases in Linear layers and LayerNorms
   bool tie_weights = true;       // lm_head shares wte's [V, C] matrix (Press & Wolf 2017)
   bool rotary = false;           // rotary position embeddings on q and k (tensor/rotary.h) instead of wpe
+  bool qk_norm = false;          // each head's q and k scaled to unit RMS before attention (tensor/qk_norm.h)
+  bool relu_squared = false;     // MLP activation max(x, 0)^2 instead of GELU (So et al. 2021, "Primer")
   DType dtype = DType::Float32;  // of the parameters (and so the activations); Float64 for exact checks
+
+  /// The choices above that change what the model computes but no parameter's name or shape, as
+  /// name and value: a checkpoint records them and a resume must match them.
+  std::vector<std::pair<std::string, bool>> computation_flags() const {
+    return {{"rotary", rotary}, {"qk_norm", qk_norm}, {"relu_squared", relu_squared}};
+  }
+  /// Those of them that are on: built for one process and data parallelism, not yet for tensor,
+  /// pipeline or context parallelism, whose layers refuse them by these names.
+  std::vector<std::string> data_parallel_only() const {
+    std::vector<std::string> on;
+    for (const auto& [name, value] : computation_flags())
+      if (value) on.push_back(name);
+    return on;
+  }
 };
 
 }  // namespace ringgrad::nn

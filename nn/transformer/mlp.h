@@ -1,5 +1,5 @@
 // The transformer's position-wise feed-forward network: C -> 4C, GELU (tanh approximation,
-// as GPT-2), 4C -> C.
+// as GPT-2) or with GPTConfig::relu_squared ReLU(x)^2 (Primer, So et al. 2021), 4C -> C.
 #pragma once
 
 #include <memory>
@@ -19,7 +19,9 @@ class MLP : public Module {
   std::shared_ptr<Linear> c_fc, c_proj;
 
  private:
+  Tensor activation(const Tensor& h) const;  // GELU, or ReLU(h)^2
   double dropout_;
+  bool relu_squared_;
 };
 
 }  // namespace ringgrad::nn

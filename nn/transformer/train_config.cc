@@ -26,4 +26,10 @@ TrainConfig train_preset(const std::string& name) {
   throw std::invalid_argument("unknown config '" + name + "' (known: baby, shakespeare-char, tiny)");
 }
 
+double TrainConfig::lr_at(std::int64_t it) const {
+  if (lr_schedule == "cosine") return CosineSchedule{lr, min_lr, warmup_iters, lr_decay_iters}.at(it);
+  if (lr_schedule == "wsd") return WsdSchedule{lr, min_lr, warmup_iters, lr_decay_iters, cooldown_frac}.at(it);
+  throw std::invalid_argument("unknown lr_schedule '" + lr_schedule + "' (known: cosine, wsd)");
+}
+
 }  // namespace ringgrad::nn

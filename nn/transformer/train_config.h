@@ -15,10 +15,15 @@ struct TrainConfig {
   GPTConfig model;
   std::int64_t batch_size = 12;
   std::int64_t max_iters = 2000;
-  double lr = 1e-3;                  // peak learning rate after warmup
-  double min_lr = 1e-4;              // end of the cosine decay
+  double lr = 1e-3;                  // peak learning rate after warmup (AdamW's)
+  double min_lr = 1e-4;              // end of the decay
   std::int64_t warmup_iters = 100;
   std::int64_t lr_decay_iters = 2000;
+  std::string lr_schedule = "cosine";  // or "wsd": warmup, the peak held, a linear cooldown
+  double cooldown_frac = 0.4;          // wsd: the share of lr_decay_iters spent cooling down
+  std::string optimizer = "adamw";     // or "muon": Muon for the blocks' matrices, AdamW for the rest
+  double muon_lr = 0.02;               // Muon's peak learning rate (scaled by the same schedule)
+  double muon_momentum = 0.95;
   double beta1 = 0.9, beta2 = 0.99;  // AdamW
   double weight_decay = 0.1;         // on 2-D parameters only (weight_decay_groups)
   double grad_clip = 1.0;            // max global gradient norm; 0 disables clipping
@@ -28,7 +33,9 @@ struct TrainConfig {
   std::int64_t log_interval = 50;
   std::uint64_t seed = 1337;
 
-  CosineSchedule schedule() const { return {lr, min_lr, warmup_iters, lr_decay_iters}; }
+  /// The learning rate at iteration `it` under lr_schedule. Throws std::invalid_argument
+  /// naming the schedules for an unknown one.
+  double lr_at(std::int64_t it) const;
 };
 
 /// "baby": nanoGPT's small CPU recipe for Tiny Shakespeare (4 layers, 4 heads, C 128, T 64,

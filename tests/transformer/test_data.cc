@@ -62,6 +62,17 @@ TEST_CASE("CosineSchedule: warmup, cosine, floor") {
   CHECK(s.at(5000) == Approx(1e-4));
 }
 
+TEST_CASE("WsdSchedule: warmup, the peak held, a straight cooldown over the last 40%, floor") {
+  const WsdSchedule s{1e-3, 1e-4, 100, 2000, 0.4};
+  CHECK(s.at(0) == Approx(1e-5));
+  CHECK(s.at(99) == Approx(1e-3));
+  CHECK(s.at(1200) == Approx(1e-3));   // the cooldown starts at 0.6 x 2000
+  CHECK(s.at(1600) == Approx(5.5e-4));  // halfway down
+  CHECK(s.at(1999) == Approx(1e-4 + 0.9e-3 / 800));
+  CHECK(s.at(2000) == Approx(1e-4));
+  CHECK(s.at(5000) == Approx(1e-4));
+}
+
 TEST_CASE("CharDataset::windows: every validation token predicted exactly once, the last window shorter") {
   std::string text;
   for (int i = 0; i < 1000; ++i) text.push_back(static_cast<char>('a' + (i * 7) % 26));

@@ -217,3 +217,34 @@ TEST_CASE("GPT with rotary embeddings: no wpe, and changing token t+1 still leav
   for (std::size_t i = 5 * 11; i < la.size(); ++i) later_differs |= la[i] != lb[i];
   CHECK(later_differs);
 }
+
+TEST_CASE("GPT with QK-norm and ReLU^2: the MLP is c_proj(max(c_fc x, 0)^2), the checkpoint records both, the model stays causal") {
+  GPTConfig c = tiny_config();
+  c.qk_norm = true, c.relu_squared = true, c.rotary = true;
+  manual_seed(6);
+  GPT model(c);
+  NoGradGuard no_grad;
+  MLP& mlp = *model.h[0]->mlp;
+  const Tensor x = Tensor::zeros({2, 3, c.n_embd});
+  Generator gen(8);
+  kernels::normal_(x, 0.0, 1.0, gen);
+  const auto hidden = (*mlp.c_fc)(x).to_vector<float>();
+  std::vector<float> squared(hidden.size());
+  for (std::size_t i = 0; i < hidden.size(); ++i) squared[i] = hidden[i] > 0 ? hidden[i] * hidden[i] : 0.0f;
+  const auto want = (*mlp.c_proj)(Tensor::from_vector(squared, {2, 3, 4 * c.n_embd})).to_vector<float>();
+  const auto got = mlp(x).to_vector<float>();
+  for (std::size_t i = 0; i < got.size(); ++i) REQUIRE(got[i] == want[i]);
+
+  const std::string path = (std::filesystem::temp_directory_path() / "ringgrad_gpt_flags.safetensors").string();
+  AdamW opt(weight_decay_groups(model, 0.1), {1e-2, 0.9, 0.99, 1e-8});
+  save_checkpoint(path, model, opt, TrainState{0, Generator(1), default_generator()});
+  const GPTConfig saved = checkpoint_config(path);
+  CHECK((saved.qk_norm && saved.relu_squared && saved.rotary));
+  std::filesystem::remove(path);
+
+  const Tensor a = random_ids(1, 8, 11, 3);
+  Tensor b = kernels::clone(a);
+  b.data<std::int64_t>()[5] = (a.data<std::int64_t>()[5] + 1) % 11;
+  const auto la = model(a).to_vector<float>(), lb = model(b).to_vector<float>();
+  for (std::size_t i = 0; i < 5 * 11; ++i) REQUIRE(la[i] == lb[i]);  // positions 0..4
+}

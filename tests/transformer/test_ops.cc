@@ -12,6 +12,7 @@
 #include "support/gradcheck.h"
 #include "tensor/elementwise.h"
 #include "tensor/reduce.h"
+#include "tensor/qk_norm.h"
 #include "tensor/rotary.h"
 #include "tensor/view.h"
 
@@ -177,4 +178,17 @@ TEST_CASE("rotary: q_t . k_s after the rotation depends on t - s only") {
   };
   CHECK(std::abs(dot_at(4, 1) - dot_at(6, 3)) < 1e-12);
   CHECK(std::abs(dot_at(4, 1) - dot_at(5, 1)) > 1e-6);  // and it does depend on the distance
+}
+
+TEST_CASE("qk_norm: each q and k head vector divided by its root-mean-square, v untouched, backward by gradcheck") {
+  const std::int64_t heads = 2, d = 3, c = heads * d, t_len = 4;
+  const Tensor qkv = random_input({2, t_len, 3 * c}, 43);
+  // The same from plain ops: [B, T, 3, H, d], RMS over d; q and k scaled by 1 / RMS, v by 1.
+  const Tensor split = reshape(qkv.detach(), {2, t_len, 3, heads, d});
+  const Tensor rms = sqrt(mean(split * split, {-1}, true) + 1e-6);
+  const Tensor is_qk = Tensor::from_vector(std::vector<double>{1, 1, 0}, {1, 1, 3, 1, 1});
+  const Tensor reference = reshape(split * (is_qk / rms + (-is_qk + 1.0)), {2, t_len, 3 * c});
+  CHECK(max_abs_diff(kernels::qk_norm(qkv.detach(), heads), reference) < 1e-14);
+  CHECK(gradcheck([&](const Inputs& in) { return qk_norm(in[0], heads); }, {qkv}) == "");
+  CHECK_THROWS_WITH(kernels::qk_norm(random_input({1, 2, 15}, 1), 2), Catch::Contains("of 2 heads"));
 }
