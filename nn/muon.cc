@@ -4,6 +4,9 @@
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "tensor/elementwise.h"
 #include "tensor/matmul.h"
@@ -35,6 +38,10 @@ Muon::Muon(std::vector<ParamGroup> groups, MuonOptions options) : Optimizer(std:
                                     " belongs with AdamW");
     buffers_.emplace_back(group.params.size());
   }
+  if (options_.shard_count < 1 || options_.shard_rank < 0 || options_.shard_rank >= options_.shard_count ||
+      (options_.shard_count > 1 && !options_.share))
+    throw std::invalid_argument("Muon: shard_rank " + std::to_string(options_.shard_rank) + " of shard_count " +
+                                std::to_string(options_.shard_count) + " (and a share function when more than 1)");
 }
 
 Tensor& Muon::state(std::size_t group, std::size_t index, const std::string& name) {
@@ -47,14 +54,19 @@ Tensor& Muon::state(std::size_t group, std::size_t index, const std::string& nam
 
 void Muon::step() {
   ++steps_;
+  std::vector<std::pair<Tensor, int>> updated;  // (matrix, the rank that updated it)
+  int k = 0;
   for (std::size_t gi = 0; gi < groups_.size(); ++gi) {
-    for (std::size_t pi = 0; pi < groups_[gi].params.size(); ++pi) {
-      const Tensor& p = groups_[gi].params[pi];
+    for (std::size_t pi = 0; pi < groups_[gi].params.size(); ++pi, ++k) {
+      Tensor p = groups_[gi].params[pi];
       if (!p.grad().defined()) continue;
       const Tensor g = p.grad();
       Tensor& buf = state(gi, pi, "momentum_buffer");
       kernels::mul_(buf, options_.momentum);
       kernels::add_(buf, g);
+      const int owner = k % options_.shard_count;
+      updated.emplace_back(p, owner);
+      if (owner != options_.shard_rank) continue;  // another rank orthogonalises this one
       const Tensor update = options_.nesterov ? kernels::add(g, kernels::mul(buf, options_.momentum)) : buf;
       const double wd = groups_[gi].weight_decay;
       if (wd != 0) kernels::mul_(p, 1.0 - lr_ * wd);
@@ -62,6 +74,8 @@ void Muon::step() {
       kernels::add_(p, newton_schulz(update, options_.ns_steps), -lr_ * scale);
     }
   }
+  if (options_.shard_count > 1)
+    for (auto& [p, owner] : updated) options_.share(p, owner);
 }
 
 }  // namespace ringgrad::nn

@@ -9,8 +9,11 @@
 //
 // For matrices only (the speedrun pairs it with AdamW for embeddings, norms and biases); it
 // needs each whole gradient matrix, so it runs where the full gradient is (one process, DDP),
-// not on ZeRO's flat shards.
+// not on ZeRO's flat shards. Under DDP the orthogonalisations can be split over the ranks
+// (MuonOptions::shard_count, nn/parallel/sharded_muon.h).
 #pragma once
+
+#include <functional>
 
 #include "nn/optim.h"
 
@@ -26,11 +29,19 @@ struct MuonOptions {
   double momentum = 0.95;
   bool nesterov = true;
   int ns_steps = 5;
+  // Under data parallelism every rank holds the same averaged gradients, so the orthogonalisation
+  // (the costly part) can be split: matrix k (counted over the groups) is updated by rank
+  // k % shard_count only, and then `share(p, owner)` makes every rank's copy the owner's (a
+  // broadcast; nn/parallel/sharded_muon.h). Every rank still keeps every momentum buffer, so the
+  // result and the state are those of one process. shard_count 1: no sharing.
+  int shard_rank = 0, shard_count = 1;
+  std::function<void(Tensor& param, int owner)> share = nullptr;
 };
 
 class Muon : public Optimizer {
  public:
-  /// Throws std::invalid_argument when a parameter is not 2-D, naming its shape.
+  /// Throws std::invalid_argument when a parameter is not 2-D, naming its shape, or when
+  /// shard_count > 1 comes without `share` or shard_rank is outside [0, shard_count).
   Muon(std::vector<ParamGroup> groups, MuonOptions options = {});
   void step() override;
   std::vector<std::string> state_names() const override { return {"momentum_buffer"}; }

@@ -7,15 +7,19 @@ range, and the median of the rounds' ratios, oriented so that above 1 means ring
 that cannot run (not installed, or its run fails) stops the command with its name: no row is
 ever left blank.
 
-  compare.py [all|all_reduce|collectives|gpt|ddp|mlp ...] [--rounds 3] [--build build]
+  compare.py [all|all_reduce|collectives|gpt|ddp|mlp|contest ...] [--rounds 3] [--build build]
              [--data tinyshakespeare.txt] [--out bench/results] [--python /usr/bin/python3]
-             [--mpirun mpirun] [--check-only]
+             [--mpirun mpirun] [--budget 300] [--check-only]
 
 Sections: all_reduce (ringgrad over shared memory and TCP beside Open MPI over both, libgloo's
 ring_chunked and halving_doubling, PyTorch's gloo backend; 2 ranks, float32 sum, in place),
 collectives (all_gather, reduce_scatter, broadcast, all_to_all beside Open MPI), gpt (the baby
 GPT step, one process, one thread, beside its PyTorch twin), ddp (the baby GPT on 2 ranks x 12
 sequences beside PyTorch DDP), mlp (train_mlp's epoch, one process and 2 ranks, beside PyTorch).
+contest (not part of all: 4 runs of --budget seconds a round) is the fixed-time contest of
+docs/speedrun.md on 2 ranks: the speedrun preset and the baby recipe (global batch 24), each by
+train_gpt and by its PyTorch twin (torch_contest.py, given the run's `train_gpt --print_config`),
+round r with seed r; the whole-split validation loss, lower is better.
 Writes <out>/compare.json (every measurement), compare_all_reduce.svg and compare_training.svg.
 """
 import argparse
@@ -32,7 +36,8 @@ from pathlib import Path
 import compare_plots
 
 HERE = Path(__file__).resolve().parent
-SECTIONS = ["all_reduce", "collectives", "gpt", "ddp", "mlp"]
+SECTIONS = ["all_reduce", "collectives", "gpt", "ddp", "mlp"]  # what "all" runs
+CONTEST_RECIPES = {"speedrun": ["--config", "speedrun"], "baby": ["--config", "baby", "--batch_size", "24"]}
 
 
 class PeerFailed(Exception):
@@ -63,9 +68,12 @@ class Job:
         self.env = env or {}
         self.needs = needs  # (what, path) pairs that must exist before anything runs
 
-    def run(self, json_path):
+    def run(self, json_path, round_number, build):
         command = [str(c).replace("{json}", json_path).replace("{port}", str(random.randint(20000, 40000)))
-                   for c in self.command]
+                   .replace("{round}", str(round_number)) for c in self.command]
+        # {config:FLAGS}: the whole config train_gpt would run with FLAGS, for a twin to train the same run.
+        command = [printed_config(build, c[len("{config:"):-1].split() + ["--seed", str(round_number)])
+                   if c.startswith("{config:") else c for c in command]
         done = subprocess.run(command, env={**os.environ, **self.env}, capture_output=True, text=True, timeout=900)
         if done.returncode != 0:
             raise PeerFailed(f"{' and '.join(self.peers)}: `{' '.join(command)}` exited {done.returncode}:\n"
@@ -153,6 +161,18 @@ def jobs_for(sections, args, sizes):
                      lambda out, _: {"ringgrad": {("tokens/s",): number_after(out, "tokens/s), ")}}),
                  Job("ddp", ["PyTorch"], twin + ["--world_size", "2", "--batch_size", "12"],
                      lambda out, _: {"PyTorch": {("tokens/s",): last_json_line(out)["tokens_per_s"]}}, needs=torch)]
+    if "contest" in sections:
+        budget = ["--time_budget", str(args.budget)]
+        for recipe, flags in CONTEST_RECIPES.items():
+            ours = lambda r: lambda out, _: {"ringgrad": {("full val loss", r): number_after(out, "(all "),
+                                                          ("iterations", r): number_after(out, "iterations)")}}
+            theirs = lambda r: lambda out, _: {"PyTorch": {("full val loss", r): last_json_line(out)["full_val_loss"],
+                                                           ("iterations", r): last_json_line(out)["iterations"]}}
+            jobs += [Job("contest", ["ringgrad"], run2 + [b / "train_gpt", "--data", args.data] + flags + budget
+                         + ["--seed", "{round}", "--sample_tokens", "0", "--log_interval", "100000"], ours(recipe)),
+                     Job("contest", ["PyTorch"], [python, HERE / "torch_contest.py", "--data", args.data, "--world_size", "2",
+                                                  "--port", "{port}", "--config_json", "{config:" + " ".join(flags) + "}"]
+                         + budget, theirs(recipe), needs=torch)]
     if "mlp" in sections:
         mlp = ["--epochs", "1", "--log-every", "100000", "--threads", "1"]
         ours = lambda key: lambda out, _: {"ringgrad": {key: number_after(out, "samples/s")}}
@@ -163,6 +183,13 @@ def jobs_for(sections, args, sizes):
                  Job("mlp", ["ringgrad"], run2 + [b / "train_mlp"] + mlp, ours(("samples/s, 2 ranks",))),
                  Job("mlp", ["PyTorch"], mlp_twin + ["--world_size", "2"], theirs(("samples/s, 2 ranks",)), needs=torch)]
     return jobs
+
+
+def printed_config(build, flags):
+    done = subprocess.run([Path(build) / "bin" / "train_gpt", *flags, "--print_config"], capture_output=True, text=True)
+    if done.returncode != 0:
+        raise PeerFailed(f"train_gpt --print_config {' '.join(flags)} exited {done.returncode}: {done.stderr[-500:]}")
+    return done.stdout.strip()
 
 
 def check_peers(jobs, python):
@@ -203,6 +230,22 @@ def table(title, results, peers, keys, higher_is_better, unit, against):
     return "\n".join(lines)
 
 
+def contest_table(r, budget, rounds):
+    """The contest's table: per recipe, each framework's whole-split validation loss (mean, and each
+    seed's) and iterations, and ringgrad's loss minus PyTorch's (below 0: ringgrad lower)."""
+    lines = [f"The contest: whole-split validation loss after {budget:g} s of training steps on 2 ranks, seeds 1-{rounds} "
+             "(lower is better)", "", "| recipe | ringgrad | PyTorch | ringgrad - PyTorch | iterations ringgrad / PyTorch |",
+             "|---|---|---|---|---|"]
+    for recipe in CONTEST_RECIPES:
+        key, its = ("full val loss", recipe), ("iterations", recipe)
+        cell = lambda p: (f"{statistics.mean(r[p][key]['values']):.4f} ("
+                          + ", ".join(f"{v:.4f}" for v in r[p][key]["values"]) + ")")
+        gap = statistics.mean(r["ringgrad"][key]["values"]) - statistics.mean(r["PyTorch"][key]["values"])
+        lines.append(f"| {recipe} | {cell('ringgrad')} | {cell('PyTorch')} | {gap:+.4f} | "
+                     f"{r['ringgrad'][its]['median']:,.0f} / {r['PyTorch'][its]['median']:,.0f} |")
+    return "\n".join(lines)
+
+
 def human_size(n):
     for unit, scale in (("MiB", 1 << 20), ("KiB", 1 << 10)):
         if n >= scale:
@@ -219,14 +262,19 @@ def main():
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--python", default="/usr/bin/python3", help="the Python that imports torch (Debian's)")
     parser.add_argument("--mpirun", default="mpirun", help="Open MPI's launcher")
+    parser.add_argument("--budget", type=float, default=300, help="contest: seconds of training steps per run")
     parser.add_argument("--check-only", action="store_true", help="check that every peer can run, and stop")
     parser.add_argument("--args-only", action="store_true", help="check the arguments, and stop (before a build)")
     args = parser.parse_args()
-    unknown = [s for s in args.sections if s not in SECTIONS + ["all"]]
+    unknown = [s for s in args.sections if s not in SECTIONS + ["all", "contest"]]
     if unknown:
-        parser.error(f"unknown section {', '.join(unknown)}: choose all or some of {', '.join(SECTIONS)}")
-    sections = SECTIONS if not args.sections or "all" in args.sections else args.sections
-    if ("gpt" in sections or "ddp" in sections) and not Path(args.data).is_file():
+        parser.error(f"unknown section {', '.join(unknown)}: choose all or some of {', '.join(SECTIONS + ['contest'])}")
+    sections = SECTIONS if not args.sections or args.sections == ["all"] else args.sections
+    if "all" in sections:
+        sections = SECTIONS + [s for s in sections if s not in SECTIONS + ["all"]]
+    if args.budget <= 0:
+        parser.error(f"--budget {args.budget}: seconds of training, more than 0")
+    if {"gpt", "ddp", "contest"} & set(sections) and not Path(args.data).is_file():
         why = "is a directory, not a file" if Path(args.data).is_dir() else "no such file"
         parser.error(f"--data {args.data}: {why} (the GPT rows need the text, tinyshakespeare.txt)")
     if args.args_only:
@@ -249,7 +297,7 @@ def main():
             for r in range(args.rounds):
                 for i, job in enumerate(jobs):
                     print(f"round {r + 1}/{args.rounds}: {job.label}", flush=True)
-                    for peer, values in job.run(f"{tmp}/{r}_{i}.json").items():
+                    for peer, values in job.run(f"{tmp}/{r}_{i}.json", r + 1, args.build).items():
                         for key, v in values.items():
                             measured.setdefault(job.section, {}).setdefault(peer, {}).setdefault(key, []).append(v)
     except PeerFailed as e:
@@ -288,15 +336,18 @@ def main():
             higher = section != "gpt"
             out += [table(title, r, ["ringgrad", "PyTorch"], keys, higher, "ms" if section == "gpt" else "per s",
                           {"PyTorch": "ringgrad"}), ""]
+    if "contest" in results:
+        out += [contest_table(results["contest"], args.budget, args.rounds), ""]
     text = "\n".join(out)
     print("\n" + text)
     Path(args.out).mkdir(parents=True, exist_ok=True)
     serial = {s: {p: {" ".join(map(str, k)): v for k, v in peers.items()} for p, peers in by_peer.items()}
               for s, by_peer in results.items()}
+    name = "contest.json" if sections == ["contest"] else "compare.json"  # the contest alone keeps compare.json
     json.dump({"machine": where, "rounds": args.rounds, "results": serial, "tables": text},
-              open(f"{args.out}/compare.json", "w"), indent=1)
+              open(f"{args.out}/{name}", "w"), indent=1)
     written = compare_plots.write(results, sizes, where, args.out)
-    print("wrote " + ", ".join([f"{args.out}/compare.json"] + written))
+    print("wrote " + ", ".join([f"{args.out}/{name}"] + written))
     return 0
 
 

@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""ringgrad's baby GPT (train_gpt --config baby) in PyTorch, timed step by step.
+"""ringgrad's baby GPT (train_gpt --config baby) in PyTorch, timed step by step; its GPT class
+also carries train_gpt's architecture flags for the contest twin (torch_contest.py).
 
 The twin scripts/compare.sh runs beside train_gpt: the same shapes and recipe (4 pre-LayerNorm
 blocks, 4 heads, C 128, T 64, biases, tanh GELU, an untied head, no dropout; AdamW with betas
@@ -25,38 +26,82 @@ import twin
 
 
 class Block(nn.Module):
-    def __init__(self, channels, heads):
+    def __init__(self, channels, heads, bias=True, rotary=False, qk_norm=False, relu_squared=False):
         super().__init__()
-        self.heads = heads
-        self.ln_1 = nn.LayerNorm(channels)
-        self.qkv = nn.Linear(channels, 3 * channels)
-        self.proj = nn.Linear(channels, channels)
-        self.ln_2 = nn.LayerNorm(channels)
-        self.fc = nn.Linear(channels, 4 * channels)
-        self.fc_proj = nn.Linear(4 * channels, channels)
+        self.heads, self.rotary, self.qk_norm, self.relu_squared = heads, rotary, qk_norm, relu_squared
+        self.ln_1 = layer_norm(channels, bias)
+        self.qkv = nn.Linear(channels, 3 * channels, bias=bias)
+        self.proj = nn.Linear(channels, channels, bias=bias)
+        self.ln_2 = layer_norm(channels, bias)
+        self.fc = nn.Linear(channels, 4 * channels, bias=bias)
+        self.fc_proj = nn.Linear(4 * channels, channels, bias=bias)
 
     def forward(self, x):
         b, t, c = x.shape
         q, k, v = self.qkv(self.ln_1(x)).split(c, dim=2)
         q, k, v = (z.view(b, t, self.heads, c // self.heads).transpose(1, 2) for z in (q, k, v))
+        if self.qk_norm:  # unit root-mean-square per head (tensor/qk_norm.h)
+            q, k = (z * torch.rsqrt(z.square().mean(-1, keepdim=True) + 1e-6) for z in (q, k))
+        if self.rotary:
+            q, k = rotate(q), rotate(k)
         scores = (q @ k.transpose(-2, -1)) / math.sqrt(c // self.heads)
         causal = torch.ones(t, t, dtype=torch.bool).tril()
         y = scores.masked_fill(~causal, float("-inf")).softmax(dim=-1) @ v
         x = x + self.proj(y.transpose(1, 2).reshape(b, t, c))
-        return x + self.fc_proj(F.gelu(self.fc(self.ln_2(x)), approximate="tanh"))
+        h = self.fc(self.ln_2(x))
+        h = F.relu(h).square() if self.relu_squared else F.gelu(h, approximate="tanh")
+        return x + self.fc_proj(h)
+
+
+class LayerNormNoBias(nn.Module):
+    """LayerNorm with a weight and no bias (PyTorch 1.13's nn.LayerNorm has both or neither)."""
+
+    def __init__(self, channels):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(channels))
+
+    def forward(self, x):
+        return F.layer_norm(x, self.weight.shape, self.weight, None, 1e-5)
+
+
+def layer_norm(channels, bias):
+    return nn.LayerNorm(channels) if bias else LayerNormNoBias(channels)
+
+
+def rotate(x, base=10000.0):
+    """Rotary embeddings on [B, H, T, d], pairs (i, i + d/2) turned by t base^(-2i/d) (tensor/rotary.h)."""
+    t, d = x.shape[-2], x.shape[-1]
+    angle = torch.arange(t, dtype=torch.float64)[:, None] * base ** (-2.0 * torch.arange(d // 2, dtype=torch.float64) / d)
+    cos, sin = angle.cos().to(x.dtype), angle.sin().to(x.dtype)
+    x1, x2 = x[..., : d // 2], x[..., d // 2:]
+    return torch.cat([x1 * cos - x2 * sin, x1 * sin + x2 * cos], dim=-1)
 
 
 class GPT(nn.Module):
-    def __init__(self, vocab, layers=4, heads=4, channels=128, block_size=64):
+    """ringgrad's nn::GPT: the same modules, options and GPT-2 initialisation (N(0, 0.02), the
+    residual projections scaled by 1/sqrt(2 layers), biases zero)."""
+
+    def __init__(self, vocab, layers=4, heads=4, channels=128, block_size=64, bias=True, rotary=False, qk_norm=False,
+                 relu_squared=False):
         super().__init__()
         self.wte = nn.Embedding(vocab, channels)
-        self.wpe = nn.Embedding(block_size, channels)
-        self.h = nn.ModuleList(Block(channels, heads) for _ in range(layers))
-        self.ln_f = nn.LayerNorm(channels)
+        self.wpe = None if rotary else nn.Embedding(block_size, channels)
+        self.h = nn.ModuleList(Block(channels, heads, bias, rotary, qk_norm, relu_squared) for _ in range(layers))
+        self.ln_f = layer_norm(channels, bias)
         self.lm_head = nn.Linear(channels, vocab, bias=False)
+        for name, p in self.named_parameters():
+            if "ln_" in name:
+                continue
+            if name.endswith(".bias"):
+                nn.init.zeros_(p)
+            else:
+                std = 0.02 / math.sqrt(2 * layers) if name.endswith("proj.weight") else 0.02  # proj, fc_proj
+                nn.init.normal_(p, 0.0, std)
 
     def forward(self, idx):
-        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+        x = self.wte(idx)
+        if self.wpe is not None:
+            x = x + self.wpe(torch.arange(idx.shape[1]))
         for block in self.h:
             x = block(x)
         return self.lm_head(self.ln_f(x))

@@ -30,6 +30,7 @@
 #include "nn/data/idx.h"
 #include "nn/muon_adamw.h"
 #include "nn/parallel/accelerator.h"
+#include "nn/parallel/sharded_muon.h"
 #include "nn/parallel/timeline.h"
 #include "nn/parallel/training_state.h"
 #include "nn/transformer/checkpoint.h"
@@ -183,7 +184,9 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
   const bool muon = cfg.optimizer == "muon";
   const nn::AdamOptions adam{cfg.lr, cfg.beta1, cfg.beta2, 1e-8};
   auto make_optimizer = [&](std::vector<nn::ParamGroup> groups) -> std::unique_ptr<nn::Optimizer> {
-    if (muon) return std::make_unique<nn::MuonWithAdamW>(std::move(groups), 1, nn::MuonOptions{cfg.muon_lr, cfg.muon_momentum}, adam);
+    // Every rank orthogonalises its share of the matrices and broadcasts them (sharded_muon.h).
+    const nn::MuonOptions muon_options = parallel::shard_over({cfg.muon_lr, cfg.muon_momentum}, acc.comm());
+    if (muon) return std::make_unique<nn::MuonWithAdamW>(std::move(groups), 1, muon_options, adam);
     return std::make_unique<nn::AdamW>(std::move(groups), adam);
   };
   parallel::DataParallelOptions options;
@@ -218,6 +221,7 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
   auto write_log = [&](const nlohmann::json& j) {
     if (log) log << j.dump() << std::endl;
   };
+  write_log({{"config", nlohmann::json::parse(nn::train_config_json(cfg))}, {"world_size", acc.world_size()}});
 
   std::int64_t n_params = 0;
   for (const Tensor& p : model->parameters()) n_params += p.numel();
@@ -438,7 +442,14 @@ int main(int argc, char** argv) {
   app.add_option(flag("micro_batches"), mp.micro_batches, "With --pp: micro-batches per replica and step")->check(ranks);
   app.add_option(flag("pp_schedule"), mp.schedule, "With --pp: afab (GPipe) or 1f1b")->check(CLI::IsMember({"afab", "1f1b"}));
   add_config_flags(app, cfg);
+  bool print_config = false;
+  app.add_flag(flag("print_config"), print_config, "Print the run's whole config (the preset and the flags) as one "
+               "JSON line, and stop (what a twin in another framework reads)");
   CLI11_PARSE(app, argc, argv);
+  if (print_config) {
+    fmt::print("{}\n", nn::train_config_json(cfg));
+    return 0;
+  }
   if (app.count("--data") == 0) {
     try {
       paths.data = find_default_data(paths.data);

@@ -2,6 +2,8 @@
 // (nanoGPT's config/train_shakespeare_char.py); any other name is an error that lists them.
 #include "nn/transformer/train_config.h"
 
+#include <nlohmann/json.hpp>
+
 #include <stdexcept>
 
 namespace ringgrad::nn {
@@ -24,6 +26,19 @@ TrainConfig train_preset(const std::string& name) {
     return c;
   }
   throw std::invalid_argument("unknown config '" + name + "' (known: baby, shakespeare-char, tiny)");
+}
+
+std::string train_config_json(const TrainConfig& c) {
+  const GPTConfig& m = c.model;
+  const nlohmann::json j = {
+      {"n_layer", m.n_layer}, {"n_head", m.n_head}, {"n_embd", m.n_embd}, {"block_size", m.block_size},
+      {"dropout", m.dropout}, {"bias", m.bias}, {"tie_weights", m.tie_weights}, {"rotary", m.rotary},
+      {"qk_norm", m.qk_norm}, {"relu_squared", m.relu_squared}, {"batch_size", c.batch_size},
+      {"max_iters", c.max_iters}, {"lr", c.lr}, {"min_lr", c.min_lr}, {"warmup_iters", c.warmup_iters},
+      {"lr_decay_iters", c.lr_decay_iters}, {"lr_schedule", c.lr_schedule}, {"cooldown_frac", c.cooldown_frac},
+      {"optimizer", c.optimizer}, {"muon_lr", c.muon_lr}, {"muon_momentum", c.muon_momentum}, {"beta1", c.beta1},
+      {"beta2", c.beta2}, {"weight_decay", c.weight_decay}, {"grad_clip", c.grad_clip}, {"seed", c.seed}};
+  return j.dump();
 }
 
 double TrainConfig::lr_at(std::int64_t it) const {

@@ -50,4 +50,9 @@ struct TrainConfig {
 /// Throws std::invalid_argument naming the known presets for any other name.
 TrainConfig train_preset(const std::string& name);
 
+/// Every field of `c` (the model's shape and options, and the recipe) as one JSON object, with
+/// train_gpt's flag names as keys: what `train_gpt --print_config` prints, so a twin in another
+/// framework trains exactly the same run.
+std::string train_config_json(const TrainConfig& c);
+
 }  // namespace ringgrad::nn

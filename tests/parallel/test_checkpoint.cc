@@ -1,18 +1,23 @@
 // A checkpoint saved by 2 ranks resumes on 1 rank and on 2 ranks, under any strategy, and the
-// next step's loss is the one the uninterrupted run computes.
+// next step's loss is the one the uninterrupted run computes; with Muon beside AdamW (whose
+// groups hold different states, and whose orthogonalisations the ranks split) too, where one
+// process's own steps must also give that loss.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 
 #include "autograd/ops.h"
 #include "collectives/communicator.h"
 #include "nn/linear.h"
+#include "nn/muon_adamw.h"
 #include "nn/optim.h"
 #include "nn/parallel/accelerator.h"
 #include "nn/parallel/make_data_parallel.h"
+#include "nn/parallel/sharded_muon.h"
 #include "nn/parallel/tensor_buffer.h"
 #include "nn/parallel/training_state.h"
 #include "nn/safetensors.h"
@@ -68,44 +73,84 @@ double train_step(DataParallel& dp, int step) {
 
 std::filesystem::path temp(const std::string& name) { return std::filesystem::temp_directory_path() / name; }
 
+// Groups for the optimizer, and the optimizer over them.
+using Groups = std::function<std::vector<ParamGroup>(Sequential&)>;
+using MakeOptimizer = std::function<std::unique_ptr<Optimizer>(std::vector<ParamGroup>, collectives::Communicator&)>;
+
+// 2 ranks train 3 steps under `strategy` and save; the 4th step's loss is the target. Then a
+// differently seeded model on 1 and on 2 ranks loads the checkpoint and must take that step.
+// With `one_process_too`, a single process's own 4th step (no checkpoint) must give it as well.
+void save_and_resume(const std::string& strategy, const Groups& groups, const MakeOptimizer& make_optimizer,
+                     bool one_process_too) {
+  const std::string ckpt = temp("ringgrad_ckpt_" + strategy + ".safetensors").string();
+  const std::string expected_file = temp("ringgrad_ckpt_" + strategy + ".loss").string();
+  auto first = run_ranks(2, [&](const transport::Config& config) {
+    collectives::Communicator comm(config);
+    auto model = make_model(1);
+    auto dp = make_data_parallel(strategy, model, comm, groups(*model),
+                                 [&](std::vector<ParamGroup> g) { return make_optimizer(std::move(g), comm); });
+    for (int step = 0; step < 3; ++step) train_step(*dp, step);
+    StateDict state = full_state_dict(*dp);
+    if (comm.rank() == 0) save_safetensors(ckpt, state, {{"step", "3"}});
+    comm.barrier();
+    const double next = train_step(*dp, 3);
+    if (comm.rank() == 0) std::ofstream(expected_file) << fmt::format("{:.17g}", next);
+  });
+  INFO(strategy << " save: " << describe(first));
+  for (auto& r : first) REQUIRE(r.ok());
+  double expected = 0;
+  std::ifstream(expected_file) >> expected;
+
+  for (int world : {1, 2}) {
+    auto resumed = run_ranks(world, [&](const transport::Config& config) {
+      collectives::Communicator comm(config);
+      auto model = make_model(2);
+      auto dp = make_data_parallel(strategy, model, comm, groups(*model),
+                                 [&](std::vector<ParamGroup> g) { return make_optimizer(std::move(g), comm); });
+      load_full_state_dict(*dp, load_safetensors(ckpt).tensors);
+      const double next = train_step(*dp, 3);
+      check(std::abs(next - expected) < 1e-12,
+            fmt::format("{} resumed on {} rank(s): next loss {:.17g}, uninterrupted {:.17g}", strategy, world, next, expected));
+    });
+    INFO(strategy << " resume on " << world << ": " << describe(resumed));
+    for (auto& r : resumed) REQUIRE(r.ok());
+  }
+  if (one_process_too) {
+    auto alone = run_ranks(1, [&](const transport::Config& config) {
+      collectives::Communicator comm(config);
+      auto model = make_model(1);
+      auto dp = make_data_parallel(strategy, model, comm, groups(*model),
+                                 [&](std::vector<ParamGroup> g) { return make_optimizer(std::move(g), comm); });
+      for (int step = 0; step < 3; ++step) train_step(*dp, step);
+      const double next = train_step(*dp, 3);
+      check(std::abs(next - expected) < 1e-12,
+            fmt::format("{} on one process: 4th loss {:.17g}, 2 ranks {:.17g}", strategy, next, expected));
+    });
+    INFO(strategy << " one process: " << describe(alone));
+    for (auto& r : alone) REQUIRE(r.ok());
+  }
+  std::filesystem::remove(ckpt);
+  std::filesystem::remove(expected_file);
+}
+
 }  // namespace
 
 TEST_CASE("a checkpoint saved on 2 ranks resumes on 1 and on 2 ranks with the same next loss") {
-  for (std::string strategy : {"ddp", "zero2", "fsdp"}) {
-    const std::string ckpt = temp("ringgrad_ckpt_" + strategy + ".safetensors").string();
-    const std::string expected_file = temp("ringgrad_ckpt_" + strategy + ".loss").string();
+  for (std::string strategy : {"ddp", "zero2", "fsdp"})
+    save_and_resume(strategy, [](Sequential& m) { return std::vector<ParamGroup>{{m.parameters()}}; },
+                    [](std::vector<ParamGroup> g, collectives::Communicator&) { return adamw(std::move(g)); }, false);
+}
 
-    // 2 ranks: 3 steps, save, then the 4th step's loss is what a resumed run must reproduce.
-    auto first = run_ranks(2, [&](const transport::Config& config) {
-      collectives::Communicator comm(config);
-      auto model = make_model(1);
-      auto dp = make_data_parallel(strategy, model, comm, {{model->parameters()}}, adamw);
-      for (int step = 0; step < 3; ++step) train_step(*dp, step);
-      StateDict state = full_state_dict(*dp);
-      if (comm.rank() == 0) save_safetensors(ckpt, state, {{"step", "3"}});
-      comm.barrier();
-      const double next = train_step(*dp, 3);
-      if (comm.rank() == 0) std::ofstream(expected_file) << fmt::format("{:.17g}", next);
-    });
-    INFO(strategy << " save: " << describe(first));
-    for (auto& r : first) REQUIRE(r.ok());
-    double expected = 0;
-    std::ifstream(expected_file) >> expected;
-
-    for (int world : {1, 2}) {
-      auto resumed = run_ranks(world, [&](const transport::Config& config) {
-        collectives::Communicator comm(config);
-        auto model = make_model(2);
-        auto dp = make_data_parallel(strategy, model, comm, {{model->parameters()}}, adamw);
-        load_full_state_dict(*dp, load_safetensors(ckpt).tensors);
-        const double next = train_step(*dp, 3);
-        check(std::abs(next - expected) < 1e-12,
-              fmt::format("{} resumed on {} rank(s): next loss {:.17g}, uninterrupted {:.17g}", strategy, world, next, expected));
-      });
-      INFO(strategy << " resume on " << world << ": " << describe(resumed));
-      for (auto& r : resumed) REQUIRE(r.ok());
-    }
-    std::filesystem::remove(ckpt);
-    std::filesystem::remove(expected_file);
-  }
+TEST_CASE("Muon on the matrices beside AdamW on the biases, sharded over the ranks: 2 ranks equal one process, and resume with both states") {
+  // Group 0 the two weight matrices (Muon's), group 1 the biases (AdamW's).
+  const Groups split = [](Sequential& m) {
+    ParamGroup matrices{{}, 0.01}, vectors{{}, 0.0};
+    for (const Tensor& p : m.parameters()) (p.dim() == 2 ? matrices : vectors).params.push_back(p);
+    return std::vector<ParamGroup>{matrices, vectors};
+  };
+  // On 2 ranks matrix 0 is orthogonalised by rank 0 and matrix 1 by rank 1 (sharded_muon.h).
+  const MakeOptimizer muon_adamw = [](std::vector<ParamGroup> groups, collectives::Communicator& comm) -> std::unique_ptr<Optimizer> {
+    return std::make_unique<MuonWithAdamW>(std::move(groups), 1, shard_over(MuonOptions{0.05}, comm), AdamOptions{0.01});
+  };
+  for (std::string strategy : {"ddp", "ddp-naive"}) save_and_resume(strategy, split, muon_adamw, true);
 }
