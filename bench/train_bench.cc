@@ -53,7 +53,7 @@ int main(int argc, char** argv) {
   std::string preset = "baby", data_path = "../shared/data/tinyshakespeare.txt", device_name = "cpu", dtype = "fp32";
   int iters = 100, warmup = 10, threads = 1;
   CLI::App app{"Time GPT training steps and break the time down by op kind"};
-  app.add_option("--config", preset, "Preset: baby, shakespeare-char or tiny");
+  app.add_option("--config", preset, "Preset: baby, shakespeare-char, speedrun or tiny");
   app.add_option("--data", data_path, "Text corpus (random text when missing)");
   app.add_option("--iters", iters, "Timed steps")->check(CLI::PositiveNumber);
   app.add_option("--warmup", warmup, "Untimed steps first")->check(CLI::NonNegativeNumber);
@@ -80,6 +80,11 @@ int main(int argc, char** argv) {
   set_matmul_precision(parse_matmul_precision(dtype));
   set_num_threads(threads);
   nn::TrainConfig cfg = nn::train_preset(preset);
+  if (cfg.optimizer != "adamw") {
+    fmt::print(stderr, "train_bench: --config {} trains with --optimizer {}; this benchmark times AdamW steps "
+                       "(time that preset with train_gpt, which prints its median step)\n", preset, cfg.optimizer);
+    return 2;
+  }
   const nn::data::CharDataset ds = corpus(data_path);
   cfg.model.vocab_size = ds.vocab_size();
   manual_seed(cfg.seed);

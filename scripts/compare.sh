@@ -3,7 +3,8 @@
 # the optional Debian packages the peers need (saying which), configures the build so the gloo
 # and MPI drivers exist, builds what it runs, then runs bench/compare/compare.py: interleaved
 # rounds, one table with the machine named, JSON and SVG plots under bench/results/.
-#   scripts/compare.sh [all|all_reduce|collectives|gpt|ddp|mlp ...] [--rounds 3] [--data FILE]
+#   scripts/compare.sh [all|all_reduce|collectives|gpt|ddp|mlp|contest ...] [--rounds 3] [--data FILE]
+#                      [--budget 300]   (contest: the fixed-time runs of docs/speedrun.md, not in all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 /usr/bin/python3 bench/compare/compare.py --args-only "$@"  # a wrong argument stops here, before any install or build

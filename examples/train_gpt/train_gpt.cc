@@ -395,7 +395,8 @@ int main(int argc, char** argv) {
   CLI::App app{"Train a character-level GPT on a text file, on one process or several (under ringgrad-run)"};
   app.option_defaults()->always_capture_default();
   app.add_option(flag("config"), preset,
-                 "Preset: baby (nanoGPT's CPU recipe), shakespeare-char (nanoGPT's GPU recipe) or tiny (a smoke test)");
+                 "Preset: baby (nanoGPT's CPU recipe), shakespeare-char (nanoGPT's GPU recipe), speedrun (the fixed-time "
+                 "contest's, docs/speedrun.md) or tiny (a smoke test)");
   app.add_option(flag("data"), paths.data, "Text corpus: first 90% train, last 10% validation");
   app.add_option(flag("log"), paths.log, "Write JSON lines here (appended to on --resume)");
   app.add_option(flag("out"), paths.out, "Checkpoint (.safetensors), written at each evaluation and at the end");
