@@ -19,8 +19,8 @@ struct CosineSchedule {
   double at(std::int64_t it) const;
 };
 
-/// Warmup-stable-decay (the trapezoid of Zhai et al. 2022 and Hägele et al. 2024, the speedruns'
-/// schedule): linear warmup to the peak, the peak held, then a straight line down to min_lr over
+/// Warmup-stable-decay (named by MiniCPM, Hu et al. 2024; studied by Hägele et al. 2024; the
+/// speedruns' schedule): linear warmup to the peak, the peak held, then a straight line down to min_lr over
 /// the last `cooldown_frac` of decay_iters. Unlike the cosine, most steps run at the peak and the
 /// loss drops late, in the cooldown.
 struct WsdSchedule {

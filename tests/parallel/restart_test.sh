@@ -6,11 +6,11 @@
 # Usage: restart_test.sh RINGGRAD_RUN TRAIN_GPT
 set -eu
 run=$1 train=$2
+. "$(dirname "$0")/train_gpt_support.sh"
 dir=$(mktemp -d)
 killer=
 trap '[ -n "$killer" ] && kill $killer 2>/dev/null; rm -rf "$dir"' EXIT
-i=0
-while [ $i -lt 400 ]; do echo "To be, or not to be, that is the question: $i"; i=$((i + 1)); done > "$dir/text.txt"
+write_text "$dir/text.txt" "To be, or not to be, that is the question"
 flags="--data $dir/text.txt --config baby --n_layer 2 --max_iters 80 --eval_interval 1000 --log_interval 20 --sample_tokens 0 --save_every 10"
 "$run" --nproc-per-node 2 "$train" $flags --out "$dir/ref.safetensors" > "$dir/ref.log" 2>&1
 

@@ -9,19 +9,15 @@
 # Usage: train_gpt_contest_test.sh RINGGRAD_RUN TRAIN_GPT
 set -eu
 run=$1 train=$2
+. "$(dirname "$0")/train_gpt_support.sh"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-i=0
-while [ $i -lt 400 ]; do echo "Now is the winter of our discontent, made glorious summer: $i"; i=$((i + 1)); done > "$dir/text.txt"
+write_text "$dir/text.txt" "Now is the winter of our discontent, made glorious summer"
 base="--data $dir/text.txt --config tiny --log_interval 5 --eval_interval 1000 --sample_tokens 0"
 flags="--optimizer muon --muon_lr 0.02 --rotary true --qk_norm true --relu_squared true --lr_schedule wsd"
-losses() { sed -n 's/^\(\[rank 0\] \)\{0,1\}iter *\([0-9]*\): loss \([0-9.]*\).*/\2 \3/p'; }
 "$train" $base $flags --max_iters 21 | losses > "$dir/one.txt"
 "$run" --nproc-per-node 2 "$train" $base $flags --max_iters 21 | losses > "$dir/two.txt"
-echo "one process:"; cat "$dir/one.txt"
-echo "2 ranks (ddp, Muon sharded):"; cat "$dir/two.txt"
-test -s "$dir/one.txt"
-cmp "$dir/one.txt" "$dir/two.txt"
+same_losses "one process" "$dir/one.txt" "2 ranks (ddp, Muon sharded)" "$dir/two.txt"
 # Saved on 2 ranks after iteration 10, resumed on one process: that process's losses from there.
 "$run" --nproc-per-node 2 "$train" $base $flags --max_iters 11 --out "$dir/ckpt.safetensors" > /dev/null
 "$train" $base $flags --max_iters 21 --resume "$dir/ckpt.safetensors" | losses > "$dir/resumed.txt"

@@ -7,20 +7,16 @@
 # Usage: train_gpt_grid_test.sh RINGGRAD_RUN TRAIN_GPT
 set -eu
 run=$1 train=$2
+. "$(dirname "$0")/train_gpt_support.sh"
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
-i=0
-while [ $i -lt 400 ]; do echo "To be, or not to be, that is the question: $i"; i=$((i + 1)); done > "$dir/text.txt"
+write_text "$dir/text.txt" "To be, or not to be, that is the question"
 base="--data $dir/text.txt --config tiny --log_interval 5"
 one="--eval_interval 1000 --sample_tokens 0"  # the one-process path evaluates and samples; the grid does not
 grid="--tp 2 --pp 2 --micro_batches 2"
-losses() { sed -n 's/^\(\[rank 0\] \)\{0,1\}iter *\([0-9]*\): loss \([0-9.]*\).*/\2 \3/p'; }
 "$train" $base $one --max_iters 21 | losses > "$dir/one.txt"
 "$run" --nproc-per-node 4 "$train" $base $grid --max_iters 21 | losses > "$dir/grid.txt"
-echo "one process:"; cat "$dir/one.txt"
-echo "pp 2 x tp 2:"; cat "$dir/grid.txt"
-test -s "$dir/one.txt"
-cmp "$dir/one.txt" "$dir/grid.txt"
+same_losses "one process" "$dir/one.txt" "pp 2 x tp 2" "$dir/grid.txt"
 # dp 2 x tp 2 with the sharded strategies inside the dp groups: the same losses.
 for strategy in zero1 fsdp; do
   "$run" --nproc-per-node 4 "$train" $base --tp 2 --strategy $strategy --max_iters 21 | losses > "$dir/$strategy.txt"

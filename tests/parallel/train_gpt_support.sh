@@ -1,0 +1,19 @@
+# What the train_gpt end-to-end tests share (sourced, not run): a small text to train on, the
+# training losses out of train_gpt's progress lines, and the check that two runs printed the same.
+
+# write_text FILE LINE: 400 numbered copies of LINE.
+write_text() {
+  i=0
+  while [ $i -lt 400 ]; do echo "$2: $i"; i=$((i + 1)); done > "$1"
+}
+
+# losses: "ITER LOSS" for every progress line on stdin (rank 0's under a launcher).
+losses() { sed -n 's/^\(\[rank 0\] \)\{0,1\}iter *\([0-9]*\): loss \([0-9.]*\).*/\2 \3/p'; }
+
+# same_losses NAME_A FILE_A NAME_B FILE_B: both shown, the first not empty, both equal.
+same_losses() {
+  echo "$1:"; cat "$2"
+  echo "$3:"; cat "$4"
+  test -s "$2"
+  cmp "$2" "$4"
+}
