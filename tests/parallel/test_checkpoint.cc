@@ -84,11 +84,13 @@ void save_and_resume(const std::string& strategy, const Groups& groups, const Ma
                      bool one_process_too) {
   const std::string ckpt = temp("ringgrad_ckpt_" + strategy + ".safetensors").string();
   const std::string expected_file = temp("ringgrad_ckpt_" + strategy + ".loss").string();
+  auto wrap = [&](std::shared_ptr<Sequential> model, collectives::Communicator& comm) {
+    return make_data_parallel(strategy, model, comm, groups(*model),
+                              [&](std::vector<ParamGroup> g) { return make_optimizer(std::move(g), comm); });
+  };
   auto first = run_ranks(2, [&](const transport::Config& config) {
     collectives::Communicator comm(config);
-    auto model = make_model(1);
-    auto dp = make_data_parallel(strategy, model, comm, groups(*model),
-                                 [&](std::vector<ParamGroup> g) { return make_optimizer(std::move(g), comm); });
+    auto dp = wrap(make_model(1), comm);
     for (int step = 0; step < 3; ++step) train_step(*dp, step);
     StateDict state = full_state_dict(*dp);
     if (comm.rank() == 0) save_safetensors(ckpt, state, {{"step", "3"}});
@@ -104,9 +106,7 @@ void save_and_resume(const std::string& strategy, const Groups& groups, const Ma
   for (int world : {1, 2}) {
     auto resumed = run_ranks(world, [&](const transport::Config& config) {
       collectives::Communicator comm(config);
-      auto model = make_model(2);
-      auto dp = make_data_parallel(strategy, model, comm, groups(*model),
-                                 [&](std::vector<ParamGroup> g) { return make_optimizer(std::move(g), comm); });
+      auto dp = wrap(make_model(2), comm);
       load_full_state_dict(*dp, load_safetensors(ckpt).tensors);
       const double next = train_step(*dp, 3);
       check(std::abs(next - expected) < 1e-12,
@@ -118,9 +118,7 @@ void save_and_resume(const std::string& strategy, const Groups& groups, const Ma
   if (one_process_too) {
     auto alone = run_ranks(1, [&](const transport::Config& config) {
       collectives::Communicator comm(config);
-      auto model = make_model(1);
-      auto dp = make_data_parallel(strategy, model, comm, groups(*model),
-                                 [&](std::vector<ParamGroup> g) { return make_optimizer(std::move(g), comm); });
+      auto dp = wrap(make_model(1), comm);
       for (int step = 0; step < 3; ++step) train_step(*dp, step);
       const double next = train_step(*dp, 3);
       check(std::abs(next - expected) < 1e-12,
