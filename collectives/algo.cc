@@ -36,6 +36,7 @@ std::string_view algo_name(Algo algo) {
     case Algo::kPairwise: return "pairwise";
     case Algo::kBruck: return "bruck";
     case Algo::kHierarchical: return "hier";
+    case Algo::kOneShot: return "oneshot";
   }
   return "?";
 }
@@ -45,8 +46,9 @@ Algo parse_algo(std::string_view name) {
     if (name == algo_name(a)) return a;
   if (name == "halving_doubling") return Algo::kHalvingDoubling;
   if (name == "hierarchical") return Algo::kHierarchical;
+  if (name == "one_shot") return Algo::kOneShot;
   throw std::invalid_argument(
-      fmt::format("unknown algorithm '{}': expected ring, tree, hd, hier, linear, pairwise, bruck or auto", name));
+      fmt::format("unknown algorithm '{}': expected ring, tree, hd, hier, oneshot, linear, pairwise, bruck or auto", name));
 }
 
 std::string_view backend_name(Backend backend) {
@@ -67,7 +69,8 @@ Backend parse_backend(std::string_view name) {
 bool has_algo(CollKind kind, Algo algo) {
   switch (kind) {
     case CollKind::kAllReduce:
-      return algo == Algo::kRing || algo == Algo::kTree || algo == Algo::kHalvingDoubling || algo == Algo::kHierarchical;
+      return algo == Algo::kRing || algo == Algo::kTree || algo == Algo::kHalvingDoubling || algo == Algo::kHierarchical ||
+             algo == Algo::kOneShot;
     case CollKind::kBroadcast:
     case CollKind::kReduce: return algo == Algo::kRing || algo == Algo::kTree;
     case CollKind::kAllGather:

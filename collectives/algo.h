@@ -15,17 +15,20 @@ enum class CollKind : uint8_t {
 
 /// Algorithm of a collective. kAuto picks the cheapest under the CostModel. kRing for
 /// broadcast/reduce means the pipelined chain; kLinear: the root talks to every rank directly;
-/// kPairwise and kBruck are all_to_all's; kHierarchical: inside hosts, then across. Which collective has which: has_algo().
-enum class Algo : uint8_t { kAuto, kRing, kTree, kHalvingDoubling, kLinear, kPairwise, kBruck, kHierarchical };
+/// kPairwise and kBruck are all_to_all's; kHierarchical: inside hosts, then across; kOneShot:
+/// every rank sends its vector to every other and reduces them all. Which collective has which: has_algo().
+enum class Algo : uint8_t { kAuto, kRing, kTree, kHalvingDoubling, kLinear, kPairwise, kBruck, kHierarchical, kOneShot };
 
 /// "broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "barrier", "send", "recv",
 /// "gather", "scatter", "all_to_all", "batch_send_recv", "all_to_all_v".
 std::string_view coll_name(CollKind kind);
-/// Every algorithm, kAuto first.
-inline constexpr Algo kAllAlgos[] = {Algo::kAuto,   Algo::kRing,     Algo::kTree,  Algo::kHalvingDoubling,
-                                     Algo::kLinear, Algo::kPairwise, Algo::kBruck, Algo::kHierarchical};
+/// Every algorithm, kAuto first. CostModel::choose keeps the first of equal predictions: ring
+/// before all, and one-shot before halving-doubling, which it equals on 2 ranks but for the
+/// argument check its message can carry.
+inline constexpr Algo kAllAlgos[] = {Algo::kAuto,   Algo::kRing,     Algo::kOneShot, Algo::kTree,        Algo::kHalvingDoubling,
+                                     Algo::kLinear, Algo::kPairwise, Algo::kBruck,   Algo::kHierarchical};
 
-/// "auto", "ring", "tree", "hd", "linear", "pairwise", "bruck", "hier".
+/// "auto", "ring", "tree", "hd", "linear", "pairwise", "bruck", "hier", "oneshot".
 std::string_view algo_name(Algo algo);
 /// Parses the names above (also "halving_doubling"); throws std::invalid_argument otherwise.
 Algo parse_algo(std::string_view name);
@@ -40,7 +43,7 @@ std::string_view backend_name(Backend backend);
 /// Parses the names above; throws std::invalid_argument otherwise.
 Backend parse_backend(std::string_view name);
 
-/// Whether `kind` has an implementation for `algo`: all_reduce ring/tree/hd/hier; broadcast and
+/// Whether `kind` has an implementation for `algo`: all_reduce ring/tree/hd/hier/oneshot; broadcast and
 /// reduce ring (chain)/tree; all_gather and reduce_scatter ring; gather and scatter linear;
 /// all_to_all pairwise/bruck; all_to_all_v pairwise; barrier, send, recv none.
 bool has_algo(CollKind kind, Algo algo);

@@ -99,9 +99,21 @@ std::string validate(CollKind kind, const ConstBuffer& send, const Buffer& recv,
   }
 }
 
+bool carries_data(const Descriptor& d) {
+  return d.invalid == 0 && static_cast<CollKind>(d.kind) == CollKind::kAllReduce &&
+         static_cast<Algo>(d.algo) == Algo::kOneShot && d.on_device == 0 &&
+         d.count * dtype_size(static_cast<DType>(d.dtype)) <= kDescriptorBody;
+}
+
+std::string invalid_reason(const Descriptor& d) {
+  const auto* text = reinterpret_cast<const char*>(d.body);
+  return std::string(text, strnlen(text, sizeof d.body));
+}
+
 Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo algo, std::size_t chunk_bytes,
                          bool on_device, const std::string& invalid) {
-  Descriptor d{};
+  Descriptor d;
+  std::memset(&d, 0, sizeof d);
   d.seq = seq;
   d.count = args.count;
   d.chunk_bytes = chunk_bytes;
@@ -111,7 +123,9 @@ Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo
   d.op = has_op(kind) ? static_cast<uint8_t>(args.op) : 255;
   d.algo = static_cast<uint8_t>(algo);
   d.on_device = on_device ? 1 : 0;
-  std::strncpy(d.invalid, invalid.c_str(), sizeof d.invalid - 1);
+  d.invalid = invalid.empty() ? 0 : 1;
+  if (d.invalid) std::memcpy(d.body, invalid.data(), std::min(invalid.size(), sizeof d.body - 1));
+  else if (carries_data(d) && args.count > 0) std::memcpy(d.body, args.send, args.count * dtype_size(args.dtype));
   return d;
 }
 
@@ -119,13 +133,13 @@ std::vector<Descriptor> exchange_descriptors(Link& link, const Descriptor& mine)
   const int p = link.world_size(), r = link.rank();
   std::vector<Descriptor> all(static_cast<std::size_t>(p));
   all[static_cast<std::size_t>(r)] = mine;
-  std::vector<Pending> recvs, sends;
-  for (int peer = 0; peer < p; ++peer)
-    if (peer != r) link.irecv(peer, &all[static_cast<std::size_t>(peer)], sizeof(Descriptor), recvs);
-  for (int peer = 0; peer < p; ++peer)
-    if (peer != r) link.isend(peer, &mine, sizeof(Descriptor), sends);
-  wait_all(recvs);
-  wait_all(sends);
+  // Pairwise, step s: to r+s, from r-s. Each step is one send_recv, which every link runs on
+  // this thread with no hand-off (over TCP a hand-off to the progress thread and back cost more
+  // than the messages).
+  for (int s = 1; s < p; ++s) {
+    const int from = (r - s + p) % p;
+    link.send_recv((r + s) % p, &mine, sizeof(Descriptor), from, &all[static_cast<std::size_t>(from)], sizeof(Descriptor));
+  }
   return all;
 }
 
@@ -151,12 +165,11 @@ std::string check_counts(Link& link, std::span<const std::size_t> send_counts, s
 std::string find_disagreement(const std::vector<Descriptor>& all) {
   // The common case, every rank valid and agreeing on every field, builds no string.
   const auto agrees = [&](const Descriptor& d) {
-    return d.invalid[0] == '\0' && std::memcmp(&d, all.data(), offsetof(Descriptor, invalid)) == 0;
+    return d.invalid == 0 && std::memcmp(&d, all.data(), offsetof(Descriptor, body)) == 0;
   };
   if (std::all_of(all.begin(), all.end(), agrees)) return {};
   for (std::size_t r = 0; r < all.size(); ++r)
-    if (all[r].invalid[0] != '\0')
-      return fmt::format("invalid arguments on rank {}: {}", r, std::string(all[r].invalid, strnlen(all[r].invalid, sizeof all[r].invalid)));
+    if (all[r].invalid != 0) return fmt::format("invalid arguments on rank {}: {}", r, invalid_reason(all[r]));
   // For each field, ranks grouped by value: "1000 on ranks 0, 2; 999 on rank 1".
   auto differ = [&](const char* field, const std::function<std::string(const Descriptor&)>& value) -> std::string {
     std::map<std::string, std::vector<std::size_t>> groups;

@@ -1,6 +1,8 @@
 // The argument check: each rank validates its own buffers, then (unless turned off) every
 // rank sends a small descriptor of its call to every other and all compare, so ranks that
-// disagree on kind, count, dtype, op, root or algorithm all throw the same named error.
+// disagree on kind, count, dtype, op, root or algorithm all throw the same named error. A
+// one-shot all-reduce small enough rides in the descriptor's body: the check is then the
+// call's only exchange, and costs nothing extra.
 #pragma once
 
 #include <cstdint>
@@ -18,7 +20,11 @@ namespace ringgrad::collectives {
 /// The tag of the descriptor messages (collectives use their sequence number, send/recv bit 63).
 constexpr uint64_t kCheckTag = uint64_t{1} << 62;
 
-/// One rank's view of a collective call, as sent to the others (fixed size, 240 bytes).
+/// Bytes of a descriptor's body: why the call is invalid, or a short call's data.
+constexpr std::size_t kDescriptorBody = 216;
+
+/// One rank's view of a collective call, as sent to the others: 256 bytes (four cache lines),
+/// the same size whatever the call, so ranks that disagree still exchange them cleanly.
 struct Descriptor {
   uint64_t seq;
   uint64_t count;
@@ -26,8 +32,19 @@ struct Descriptor {
   int32_t root;  // -1 when the collective has none
   uint8_t kind, dtype, op, algo;  // op 255 when the collective has none
   uint8_t on_device;              // 1: device buffers, 0: host memory
-  char invalid[207];              // this rank's validation error, "" when valid
+  uint8_t invalid;                // 1: this rank's call is invalid, and the body says why
+  uint8_t unused[6];              // zero: the fields above are compared byte for byte
+  // Invalid: the reason, a C string. Valid and carries_data(): this rank's input. Else unused.
+  alignas(8) std::byte body[kDescriptorBody];
 };
+static_assert(sizeof(Descriptor) == 256);
+
+/// Whether the call's own data travels in the descriptor's body: a one-shot all-reduce of host
+/// memory whose vector fits. Every rank decides alike when the descriptors agree.
+bool carries_data(const Descriptor& d);
+
+/// The reason in an invalid descriptor's body.
+std::string invalid_reason(const Descriptor& d);
 
 /// Empty when the call is usable on this rank, else why not ("recv holds 10 elements, ...").
 /// Host and device buffers are not mixed in one call; device buffers must be device memory.
@@ -36,10 +53,12 @@ std::string validate(CollKind kind, const ConstBuffer& send, const Buffer& recv,
 /// The buffers of a call that this rank uses live on `device` (kHost: host memory).
 int call_device(CollKind kind, const ConstBuffer& send, const Buffer& recv, int root, int rank);
 
+/// The descriptor of a call; an empty `invalid` means valid, and then a call that
+/// carries_data() has its send buffer copied into the body.
 Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo algo, std::size_t chunk_bytes,
                          bool on_device, const std::string& invalid);
 
-/// Every rank's descriptor, indexed by rank: one message to and from every peer, in parallel,
+/// Every rank's descriptor, indexed by rank: one message to and from every peer, in p-1 pairwise steps,
 /// over `link` (made with tag kCheckTag). Throws TransportError if a peer is dead or silent
 /// past the timeout.
 std::vector<Descriptor> exchange_descriptors(Link& link, const Descriptor& mine);

@@ -177,7 +177,8 @@ class Communicator {
   Work submit(Task task, bool blocking);
   void worker_loop();
   void execute(Task& task);
-  void check_agreement(const Task& task);
+  // The argument check; true when its exchange also finished the call (check.h: carries_data).
+  bool check_agreement(const Task& task);
   void choose_host_path();
   // The link for host memory: shared memory for collectives once set up, else TCP.
   std::unique_ptr<Link> host_link(uint64_t tag, bool collective);

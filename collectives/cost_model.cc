@@ -22,6 +22,7 @@ double CostModel::predict(CollKind kind, Algo algo, std::size_t bytes, int p, in
     case CollKind::kAllReduce:
       if (algo == Algo::kRing) return segments * 2 * (P - 1) * a + 2 * (P - 1) / P * n * b + (P - 1) / P * n * g;
       if (algo == Algo::kTree) return 2 * L * a + L * n * (2 * b + g);
+      if (algo == Algo::kOneShot) return (P - 1) * (a + n * (b + g));
       if (algo == Algo::kHierarchical && (hosts <= 1 || p % hosts != 0))
         return predict(kind, Algo::kRing, bytes, p, hosts);  // what hier runs then
       if (algo == Algo::kHierarchical) {

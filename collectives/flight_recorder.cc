@@ -64,6 +64,13 @@ struct Registry {
   }
 };
 
+// gettid is a system call, and on a kernel with page-table isolation a system call costs about
+// as much as a small all-reduce over shared memory: ask once per thread.
+int this_thread_id() {
+  thread_local const int id = static_cast<int>(::syscall(SYS_gettid));
+  return id;
+}
+
 }  // namespace
 
 std::size_t flight_recorder_capacity() {
@@ -104,8 +111,9 @@ void FlightRecorder::queued(std::uint64_t seq, CollKind kind, std::uint64_t byte
 }
 
 void FlightRecorder::started(std::uint64_t seq) {
+  const int thread = this_thread_id();
   std::lock_guard lock(mutex_);
-  if (Entry* e = find(seq)) e->state = State::kStarted, e->started_s = now_s(), e->thread = static_cast<int>(::syscall(SYS_gettid));
+  if (Entry* e = find(seq)) e->state = State::kStarted, e->started_s = now_s(), e->thread = thread;
 }
 
 void FlightRecorder::ended(std::uint64_t seq, bool ok) {

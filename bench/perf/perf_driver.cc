@@ -405,7 +405,7 @@ int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vect
   app.add_option("-o,--op", o.op, "sum, prod, min, max, avg, all (or a comma list)")->capture_default_str();
   app.add_option("-d,--datatype", o.dtype, "float, double, half, bfloat16, int32, int64, uint8, all (or a list)")->capture_default_str();
   app.add_option("-r,--root", o.root, "root rank of broadcast, reduce, gather and scatter")->capture_default_str();
-  app.add_option("-a,--algo", o.algo, "ring, tree, hd, hier, linear, pairwise, bruck, auto, or a comma list timed side by side")
+  app.add_option("-a,--algo", o.algo, "ring, tree, hd, hier, oneshot, linear, pairwise, bruck, auto, or a comma list timed side by side")
       ->capture_default_str();
   app.add_option("--repeat", o.repeat, "time every row this many times, interleaved; report the fastest")->capture_default_str();
   app.add_flag("--calibrate", o.calibrate, "measure the cost model's alpha, beta, gamma here first and print them");

@@ -35,7 +35,7 @@ struct Contender {
 };
 
 /// Parses nccl-tests' flags (-b -e -f -i -n -w -c -o -d -r, plus -a ALGO[,...] (ring, tree, hd,
-/// hier, linear, pairwise, bruck, auto), --calibrate, --json FILE, --device cpu|cuda, --backend
+/// hier, oneshot, linear, pairwise, bruck, auto), --calibrate, --json FILE, --device cpu|cuda, --backend
 /// ringgrad|nccl|mpi|both), refusing sizes and counts that make no sweep, joins the job
 /// from the environment (ringgrad-run sets it), and prints the table on rank 0. With --device
 /// cuda each rank times buffers on cuda:(LOCAL_RANK % GPUs); --backend both times ringgrad's

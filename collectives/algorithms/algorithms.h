@@ -57,6 +57,12 @@ void tree_all_reduce(Link& link, const CollArgs& args);
 void hierarchical_all_reduce(Link& link, const CollArgs& args, const HostLayout& hosts);
 // halving_doubling.cc (Thakur, Rabenseifner & Gropp 2005)
 void halving_doubling_all_reduce(Link& link, const CollArgs& args);
+// one_shot_all_reduce.cc: every vector to every rank at once, reduced locally
+void one_shot_all_reduce(Link& link, const CollArgs& args);
+/// recv = inputs[0] op inputs[1] op ... left to right, then divided for AVG: the same bits on
+/// every rank that reduces the same inputs. Runs in the link's memory.
+void reduce_in_rank_order(Link& link, std::span<const std::byte* const> inputs, std::byte* recv, std::size_t count,
+                          DType dtype, ReduceOp op);
 // gather_scatter.cc: the root exchanges with every rank directly
 void linear_gather(Link& link, const CollArgs& args);
 void linear_scatter(Link& link, const CollArgs& args);

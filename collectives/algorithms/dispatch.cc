@@ -11,6 +11,7 @@ void run_collective(Link& link, CollKind kind, Algo algo, const CollArgs& a, int
       if (algo == Algo::kTree) return tree_all_reduce(link, a);
       if (algo == Algo::kHalvingDoubling) return halving_doubling_all_reduce(link, a);
       if (algo == Algo::kHierarchical) return hierarchical_all_reduce(link, a, hosts);
+      if (algo == Algo::kOneShot) return one_shot_all_reduce(link, a);
       return ring_all_reduce(link, a);
     case CollKind::kAllGather: return ring_all_gather(link, a);
     case CollKind::kReduceScatter: return ring_reduce_scatter(link, a);

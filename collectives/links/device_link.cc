@@ -136,6 +136,10 @@ void DeviceLink::copy(void* dst, const void* src, std::size_t bytes) {
   cuda_check(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, peers_.stream()), "cudaMemcpyAsync (local copy)");
 }
 
+void DeviceLink::reduce(void* dst, const void* a, const void* b, std::size_t count, DType dtype, ReduceOp op) {
+  combine_on_device(dst, a, b, count, dtype, op, peers_.stream());
+}
+
 void DeviceLink::finalize(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) {
   finalize_on_device(data, count, dtype, op, world_size, peers_.stream());
 }

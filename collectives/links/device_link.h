@@ -24,6 +24,7 @@ class DeviceLink final : public PollingLink<Link> {
   DeviceLink(DevicePeers& peers, transport::Transport& transport, uint64_t tag);
 
   void copy(void* dst, const void* src, std::size_t bytes) override;
+  void reduce(void* dst, const void* a, const void* b, std::size_t count, DType dtype, ReduceOp op) override;
   void finalize(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) override;
   std::byte* workspace(std::size_t bytes) override;
 

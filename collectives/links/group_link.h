@@ -22,6 +22,9 @@ class GroupLink final : public Link {
   void isend(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) override;
   void irecv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending) override;
   void copy(void* dst, const void* src, std::size_t bytes) override { base_.copy(dst, src, bytes); }
+  void reduce(void* dst, const void* a, const void* b, std::size_t count, DType dtype, ReduceOp op) override {
+    base_.reduce(dst, a, b, count, dtype, op);
+  }
   void finalize(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) override {
     base_.finalize(data, count, dtype, op, world_size);
   }

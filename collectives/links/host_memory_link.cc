@@ -12,6 +12,10 @@ void HostMemoryLink::copy(void* dst, const void* src, std::size_t bytes) {
   if (dst != src && bytes > 0) std::memcpy(dst, src, bytes);
 }
 
+void HostMemoryLink::reduce(void* dst, const void* a, const void* b, std::size_t count, DType dtype, ReduceOp op) {
+  combine(dst, a, b, count, dtype, op);
+}
+
 void HostMemoryLink::finalize(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) {
   collectives::finalize(data, count, dtype, op, world_size);
 }

@@ -88,40 +88,58 @@ bool ShmLink::advance_recv(Incoming& in) {
   return true;
 }
 
+bool ShmLink::ready(const Outgoing& out, const Incoming& in) const {
+  if (out.done < out.bytes) {
+    ShmInbox& box = peers_.inbox(out.to, rank());
+    if (box.sender.written - std::atomic_ref(box.receiver.consumed).load(std::memory_order_acquire) < kShmSlots)
+      return true;
+  }
+  if (in.done < in.bytes) {
+    ShmInbox& box = peers_.inbox(rank(), in.from);
+    if (std::atomic_ref(box.sender.written).load(std::memory_order_acquire) != box.receiver.consumed) return true;
+  }
+  return false;
+}
+
 void ShmLink::exchange(Outgoing out, Incoming in) {
-  ShmDoorbell& bell = peers_.doorbell(rank());
-  auto last = Clock::now();
+  // When the last progress was: read from the clock only once a wait begins (a small piece
+  // usually finds its peer ready, and a clock read costs as much as the piece).
+  Clock::time_point last;
+  bool moved_since_wait = true;
   while (out.done < out.bytes || in.done < in.bytes) {
-    // Read the doorbell before looking: a ring after this makes the wait return at once.
-    const std::uint32_t seen = std::atomic_ref(bell.rings).load();
     bool moved = false;
     if (out.done < out.bytes) moved |= advance_send(out);
     if (in.done < in.bytes) moved |= advance_recv(in);
-    if (moved)
-      last = Clock::now();
-    else
-      wait_for_ring(seen, out, in, last);
+    if (moved) {
+      moved_since_wait = true;
+    } else {
+      if (moved_since_wait) last = Clock::now(), moved_since_wait = false;
+      wait(out, in, last);
+    }
   }
 }
 
-void ShmLink::wait_for_ring(std::uint32_t seen, const Outgoing& out, const Incoming& in, Clock::time_point last) {
+void ShmLink::wait(const Outgoing& out, const Incoming& in, Clock::time_point last) {
   ShmDoorbell& bell = peers_.doorbell(rank());
-  std::atomic_ref rings(bell.rings);
   const auto now = Clock::now();
   if (now < last + poll_) {
-    // Poll until `poll_` after the last progress, but one nap at most: the checks below run
-    // every kNap however long the poll.
+    // Poll the counts until `poll_` after the last progress, but one nap at most: the checks
+    // below run every kNap however long the poll. The clock is read once per 64 looks.
     for (const auto end = std::min(last + poll_, now + kNap); Clock::now() < end;) {
-      if (rings.load(std::memory_order_acquire) != seen) return;
-      cpu_relax();
+      for (int i = 0; i < 64; ++i) {
+        if (ready(out, in)) return;
+        cpu_relax();
+      }
     }
   } else {
-    std::atomic_ref sleepers(bell.sleepers);
+    // An eventcount: read the doorbell, say we sleep, look once more, then sleep unless it rang.
+    std::atomic_ref rings(bell.rings), sleepers(bell.sleepers);
+    const std::uint32_t seen = rings.load();
     sleepers.fetch_add(1);
-    if (rings.load() == seen) transport::futex_wait(&bell.rings, seen, kNap);
+    if (!ready(out, in)) transport::futex_wait(&bell.rings, seen, kNap);
     sleepers.fetch_sub(1);
   }
-  if (rings.load() != seen) return;
+  if (ready(out, in)) return;
   // Nothing came: is anyone we wait for gone?
   const auto what = [&] {
     std::string s;

@@ -2,8 +2,9 @@
 // the receiver's inbox (shm_peers.h) and is announced by bumping the inbox's `written` count;
 // the receiver copies or reduces it out of the slot and bumps `consumed`, which frees the slot.
 // Each count has one writer, so no locks: release/acquire on the counts orders the data. A
-// rank with nothing to do polls for a while (shm_poll_default), then sleeps on its doorbell (a
-// futex) until a peer rings it, checking every few milliseconds that its peers are alive.
+// rank with nothing to do polls the counts for a while (shm_poll_default), then sleeps on its
+// doorbell (a futex) until a peer rings it, checking every few milliseconds that its peers are
+// alive. A peer that polls is never rung: a small piece costs its cache lines and nothing else.
 #pragma once
 
 #include <chrono>
@@ -30,8 +31,10 @@ class ShmLink final : public PollingLink<HostMemoryLink> {
   bool advance_send(Outgoing& out);
   bool advance_recv(Incoming& in);
   void exchange(Outgoing out, Incoming in) override;
-  void wait_for_ring(std::uint32_t seen, const Outgoing& out, const Incoming& in,
-                     std::chrono::steady_clock::time_point last_progress);
+  // Whether the send has a free slot or the receive a piece waiting.
+  bool ready(const Outgoing& out, const Incoming& in) const;
+  // Polls, then sleeps, until ready(); throws on an abort, a dead peer or the timeout.
+  void wait(const Outgoing& out, const Incoming& in, std::chrono::steady_clock::time_point last_progress);
 
   ShmPeers& peers_;
   transport::Transport& transport_;

@@ -23,8 +23,8 @@ constexpr int kShmSlots = 4;
 
 /// The 32-bit words two processes meet on. Each is written by one side only, except `rings`.
 struct alignas(64) ShmDoorbell {
-  std::uint32_t rings;     // bumped by any rank that gave this rank something to do
-  std::uint32_t sleepers;  // this rank's threads asleep on `rings`
+  std::uint32_t rings;     // bumped to wake this rank's sleepers (the futex word)
+  std::uint32_t sleepers;  // this rank's threads asleep, or about to sleep, on `rings`
   std::uint32_t aborted;   // 1 + the rank whose collective failed, 0 while none did
 };
 
@@ -64,6 +64,7 @@ class ShmPeers {
   void abort(int rank) const;
 
  private:
+  void wake(ShmDoorbell& bell) const;
   ShmPeers(int world_size, std::size_t chunk_bytes) : world_size_(world_size), chunk_bytes_(chunk_bytes) {}
   int world_size_;
   std::size_t chunk_bytes_;

@@ -26,7 +26,7 @@ void sweep(CollKind kind, int p, bool shared_memory) {
     comm_options.shared_memory = shared_memory;
     Communicator comm(config, comm_options);
     // One host: hier is the flat ring (tests/collectives/hierarchical_test.cc spans hosts).
-    const std::vector<Algo> algos = {Algo::kRing, Algo::kTree, Algo::kHalvingDoubling, Algo::kLinear, Algo::kPairwise,
+    const std::vector<Algo> algos = {Algo::kRing, Algo::kTree, Algo::kHalvingDoubling, Algo::kOneShot, Algo::kLinear, Algo::kPairwise,
                                      Algo::kBruck};
     run_cases(comm, kind, algos);
     if (p > 1) {
