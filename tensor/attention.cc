@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <type_traits>
 
+#include "tensor/cpu_clones.h"
 #include "tensor/cuda_kernels.h"
 #include "tensor/gemm.h"
 #include "tensor/lanes.h"
@@ -56,6 +57,31 @@ T softmax_exp(T x) {
   }
 }
 
+// Row t of P (T x T) becomes the softmax of its first t+1 entries, zero beyond: the causal mask.
+template <typename T>
+RINGGRAD_CPU_CLONES void causal_softmax_rows(T* p, std::int64_t t_len) {
+  for (std::int64_t t = 0; t < t_len; ++t) {
+    T* pr = p + t * t_len;
+    const T mx = max_lanes(pr, t + 1);
+    for (std::int64_t j = 0; j <= t; ++j) pr[j] = softmax_exp(pr[j] - mx);
+    const T inv = 1 / sum_lanes<T>(t + 1, [&](std::int64_t j) { return pr[j]; });
+    for (std::int64_t j = 0; j <= t; ++j) pr[j] *= inv;
+    std::fill(pr + t + 1, pr + t_len, T(0));
+  }
+}
+
+// dP (T x T, in ds) becomes dS = P * (dP - rowsum(dP * P)) on the causal prefix, zero beyond.
+template <typename T>
+RINGGRAD_CPU_CLONES void causal_softmax_backward_rows(const T* p, T* ds, std::int64_t t_len) {
+  for (std::int64_t t = 0; t < t_len; ++t) {
+    const T* pr = p + t * t_len;
+    T* sr = ds + t * t_len;
+    const T dot = sum_lanes<T>(t + 1, [&](std::int64_t j) { return sr[j] * pr[j]; });
+    for (std::int64_t j = 0; j <= t; ++j) sr[j] = pr[j] * (sr[j] - dot);
+    std::fill(sr + t + 1, sr + t_len, T(0));
+  }
+}
+
 // C = alpha op(A) op(B): the one GEMM shape every step below uses.
 template <typename T>
 void gemm_strided(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t k, T alpha, const T* a,
@@ -79,14 +105,7 @@ void causal_attention_into(const Tensor& qkv, const Dims& d, const AttentionOutp
         const T* v = q + 2 * d.c;
         T* p = out.att.data<T>() + (b * d.h + h) * d.t * d.t;
         gemm_strided<T>(false, true, d.t, d.t, d.hs, scale, q, row, k, row, p, d.t);  // S = Q K^T / sqrt(hs)
-        for (std::int64_t t = 0; t < d.t; ++t) {  // causal softmax over j <= t, zero beyond
-          T* pr = p + t * d.t;
-          const T mx = max_lanes(pr, t + 1);
-          for (std::int64_t j = 0; j <= t; ++j) pr[j] = softmax_exp(pr[j] - mx);
-          const T inv = 1 / sum_lanes<T>(t + 1, [&](std::int64_t j) { return pr[j]; });
-          for (std::int64_t j = 0; j <= t; ++j) pr[j] *= inv;
-          std::fill(pr + t + 1, pr + d.t, T(0));
-        }
+        causal_softmax_rows(p, d.t);
         T* y = out.y.data<T>() + b * d.t * d.c + h * d.hs;
         gemm_strided<T>(false, false, d.t, d.hs, d.t, 1, p, d.t, v, row, y, d.c);  // Y = P V
       }
@@ -116,13 +135,7 @@ void causal_attention_backward_into(const Tensor& dy, const Tensor& qkv, const T
         const T* g = dy.data<T>() + b * d.t * d.c + h * d.hs;
         gemm_strided<T>(true, false, d.t, d.hs, d.t, 1, p, d.t, g, d.c, dv, row);     // dV = P^T dY
         gemm_strided<T>(false, true, d.t, d.t, d.hs, 1, g, d.c, v, row, ds, d.t);     // dP = dY V^T
-        for (std::int64_t t = 0; t < d.t; ++t) {  // softmax backward on the causal prefix
-          const T* pr = p + t * d.t;
-          T* sr = ds + t * d.t;
-          const T dot = sum_lanes<T>(t + 1, [&](std::int64_t j) { return sr[j] * pr[j]; });
-          for (std::int64_t j = 0; j <= t; ++j) sr[j] = pr[j] * (sr[j] - dot);
-          std::fill(sr + t + 1, sr + d.t, T(0));
-        }
+        causal_softmax_backward_rows(p, ds, d.t);
         gemm_strided<T>(false, false, d.t, d.hs, d.t, scale, ds, d.t, k, row, dq, row);  // dQ = dS K
         gemm_strided<T>(true, false, d.t, d.hs, d.t, scale, ds, d.t, q, row, dk, row);   // dK = dS^T Q
       }

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "tensor/cpu_clones.h"
 #include "tensor/cuda_kernels.h"
 #include "tensor/gelu.h"
 #include "tensor/strided_loop.h"
@@ -48,6 +49,12 @@ void check_same_dtype(const Tensor& a, const Tensor& b, const char* name) {
   }
 }
 
+// po[j] = op(px[j], py[j]): the contiguous row nearly every binary op of a training step runs.
+template <typename T, typename Op>
+RINGGRAD_CPU_CLONES void binary_row(T* po, const T* px, const T* py, std::int64_t n, Op op) {
+  for (std::int64_t j = 0; j < n; ++j) po[j] = op(px[j], py[j]);
+}
+
 // out[i] = op(a[i], b[i]) after broadcasting a and b to a common shape. The CUDA twin takes
 // over when either input is on a GPU (and throws unless both are on the same one).
 template <typename Op>
@@ -68,7 +75,7 @@ Tensor map_binary(const Tensor& a, const Tensor& b, [[maybe_unused]] BinaryOp ki
                       const T* px = x + off[1];
                       const T* py = y + off[2];
                       if (step[1] == 1 && step[2] == 1) {  // the common, vectorisable case
-                        for (std::int64_t j = 0; j < n; ++j) po[j] = op(px[j], py[j]);
+                        binary_row(po, px, py, n, op);
                       } else {
                         for (std::int64_t j = 0; j < n; ++j) {
                           po[j] = op(px[j * step[1]], py[j * step[2]]);
@@ -80,14 +87,12 @@ Tensor map_binary(const Tensor& a, const Tensor& b, [[maybe_unused]] BinaryOp ki
 }
 
 // GELU is the one element-wise op of a GPT step large enough to matter (B T 4C elements per
-// block, forward and backward), so its float32 loops are compiled twice, for AVX-512 and for
-// the baseline, and the CPU picks one at load time (GCC function multiversioning).
-__attribute__((target_clones("avx512f", "default"))) void gelu_f32(const float* x, float* y, std::int64_t n) {
+// block, forward and backward), so its float32 loops are built per instruction set.
+RINGGRAD_CPU_CLONES_AVX512 void gelu_f32(const float* x, float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = gelu_value(x[i]);
 }
 
-__attribute__((target_clones("avx512f", "default"))) void gelu_backward_f32(const float* g, const float* x,
-                                                                             float* out, std::int64_t n) {
+RINGGRAD_CPU_CLONES_AVX512 void gelu_backward_f32(const float* g, const float* x, float* out, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) out[i] = gelu_grad(g[i], x[i]);
 }
 

@@ -1,7 +1,8 @@
 // Reductions over a row in 8 independent lanes. A plain `s += f(i)` loop is one chain of
 // dependent adds that the compiler may not reorder (no -ffast-math), so it neither pipelines
 // nor vectorises; 8 partial results, combined at the end, do both. The order of the additions
-// is fixed, so results are deterministic.
+// is fixed, so results are deterministic. Always inlined, so a loop built for an instruction set
+// (cpu_clones.h) runs them in that set too, not as calls to the baseline build.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +11,7 @@ namespace ringgrad::kernels {
 
 /// sum of f(i) for 0 <= i < n.
 template <typename T, typename F>
-T sum_lanes(std::int64_t n, F f) {
+[[gnu::always_inline]] inline T sum_lanes(std::int64_t n, F f) {
   T lane[8] = {};
   std::int64_t i = 0;
   for (; i + 8 <= n; i += 8) {
@@ -24,7 +25,7 @@ T sum_lanes(std::int64_t n, F f) {
 
 /// max of x[i] for 0 <= i < n (n >= 1).
 template <typename T>
-T max_lanes(const T* x, std::int64_t n) {
+[[gnu::always_inline]] inline T max_lanes(const T* x, std::int64_t n) {
   T lane[8];
   for (int l = 0; l < 8; ++l) lane[l] = x[0];
   std::int64_t i = 0;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <stdexcept>
 
+#include "tensor/cpu_clones.h"
 #include "tensor/cuda_kernels.h"
 #include "tensor/lanes.h"
 #include "tensor/view.h"
@@ -32,27 +33,56 @@ void check_device(const Tensor& p, const Tensor& x, const char* op) {
 
 std::int64_t rows_of(const Tensor& x) { return x.size(-1) == 0 ? 0 : x.numel() / x.size(-1); }
 
+// The forward rows: y = (x - mean) * rstd * w + b over `rows` rows of c; b may be null.
+template <typename T>
+RINGGRAD_CPU_CLONES void layer_norm_rows(const T* x, const T* pw, const T* pb, T* y, T* mean, T* rstd,
+                                         std::int64_t rows, std::int64_t c, T eps) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * c;
+    T* yr = y + r * c;
+    const T mu = sum_lanes<T>(c, [&](std::int64_t i) { return xr[i]; }) / static_cast<T>(c);
+    // Two passes: the sum of squared deviations does not cancel catastrophically.
+    const T sq = sum_lanes<T>(c, [&](std::int64_t i) { return (xr[i] - mu) * (xr[i] - mu); });
+    const T rs = 1 / std::sqrt(sq / static_cast<T>(c) + eps);
+    for (std::int64_t i = 0; i < c; ++i) yr[i] = (xr[i] - mu) * rs * pw[i];
+    if (pb) {
+      for (std::int64_t i = 0; i < c; ++i) yr[i] += pb[i];
+    }
+    mean[r] = mu;
+    rstd[r] = rs;
+  }
+}
+
+// The backward rows: dx, and dw (and db when not null) accumulated.
+template <typename T>
+RINGGRAD_CPU_CLONES void layer_norm_backward_rows(const T* dy, const T* x, const T* pw, const T* mean, const T* rstd,
+                                                  T* dx, T* dw, T* db, std::int64_t rows, std::int64_t c) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const T* xr = x + r * c;
+    const T* dyr = dy + r * c;
+    T* dxr = dx + r * c;
+    const T mu = mean[r], rs = rstd[r];
+    // The two row means the input gradient needs, then the parameter gradients.
+    const T mean_g = sum_lanes<T>(c, [&](std::int64_t i) { return dyr[i] * pw[i]; }) / static_cast<T>(c);
+    const T mean_gx =
+        sum_lanes<T>(c, [&](std::int64_t i) { return dyr[i] * pw[i] * (xr[i] - mu) * rs; }) / static_cast<T>(c);
+    for (std::int64_t i = 0; i < c; ++i) dw[i] += dyr[i] * (xr[i] - mu) * rs;
+    if (db) {
+      for (std::int64_t i = 0; i < c; ++i) db[i] += dyr[i];
+    }
+    for (std::int64_t i = 0; i < c; ++i) {
+      const T xhat = (xr[i] - mu) * rs;
+      dxr[i] = rs * (dyr[i] * pw[i] - mean_g - xhat * mean_gx);
+    }
+  }
+}
+
 // The forward pass into `out`; x, w, b contiguous (b may be undefined).
 void layer_norm_into(const Tensor& x, const Tensor& w, const Tensor& b, double eps, const LayerNormOutput& out) {
   RINGGRAD_ON_CUDA(x, cuda::layer_norm(x, w, b, eps, out.y, out.mean, out.rstd));
-  const std::int64_t c = x.size(-1), rows = rows_of(x);
   dispatch_floating(x.dtype(), "layer_norm", [&]<typename T>() {
-    const T* pw = w.data<T>();
-    const T* pb = b.defined() ? b.data<T>() : nullptr;
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const T* xr = x.data<T>() + r * c;
-      T* yr = out.y.data<T>() + r * c;
-      const T mu = sum_lanes<T>(c, [&](std::int64_t i) { return xr[i]; }) / static_cast<T>(c);
-      // Two passes: the sum of squared deviations does not cancel catastrophically.
-      const T sq = sum_lanes<T>(c, [&](std::int64_t i) { return (xr[i] - mu) * (xr[i] - mu); });
-      const T rstd = 1 / std::sqrt(sq / static_cast<T>(c) + static_cast<T>(eps));
-      for (std::int64_t i = 0; i < c; ++i) yr[i] = (xr[i] - mu) * rstd * pw[i];
-      if (pb) {
-        for (std::int64_t i = 0; i < c; ++i) yr[i] += pb[i];
-      }
-      out.mean.data<T>()[r] = mu;
-      out.rstd.data<T>()[r] = rstd;
-    }
+    layer_norm_rows<T>(x.data<T>(), w.data<T>(), b.defined() ? b.data<T>() : nullptr, out.y.data<T>(),
+                       out.mean.data<T>(), out.rstd.data<T>(), rows_of(x), x.size(-1), static_cast<T>(eps));
   });
 }
 
@@ -60,30 +90,10 @@ void layer_norm_into(const Tensor& x, const Tensor& w, const Tensor& b, double e
 void layer_norm_backward_into(const Tensor& dy, const Tensor& x, const Tensor& w, const Tensor& mean,
                               const Tensor& rstd, const LayerNormGrads& g) {
   RINGGRAD_ON_CUDA(x, cuda::layer_norm_backward(dy, x, w, mean, rstd, g.dx, g.dweight, g.dbias));
-  const std::int64_t c = x.size(-1), rows = rows_of(x);
-  const bool has_bias = g.dbias.defined();
   dispatch_floating(x.dtype(), "layer_norm_backward", [&]<typename T>() {
-    const T* pw = w.data<T>();
-    T* dw = g.dweight.data<T>();
-    T* db = has_bias ? g.dbias.data<T>() : nullptr;
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const T* xr = x.data<T>() + r * c;
-      const T* dyr = dy.data<T>() + r * c;
-      T* dxr = g.dx.data<T>() + r * c;
-      const T mu = mean.data<T>()[r], rs = rstd.data<T>()[r];
-      // The two row means the input gradient needs, then the parameter gradients.
-      const T mean_g = sum_lanes<T>(c, [&](std::int64_t i) { return dyr[i] * pw[i]; }) / static_cast<T>(c);
-      const T mean_gx =
-          sum_lanes<T>(c, [&](std::int64_t i) { return dyr[i] * pw[i] * (xr[i] - mu) * rs; }) / static_cast<T>(c);
-      for (std::int64_t i = 0; i < c; ++i) dw[i] += dyr[i] * (xr[i] - mu) * rs;
-      if (db) {
-        for (std::int64_t i = 0; i < c; ++i) db[i] += dyr[i];
-      }
-      for (std::int64_t i = 0; i < c; ++i) {
-        const T xhat = (xr[i] - mu) * rs;
-        dxr[i] = rs * (dyr[i] * pw[i] - mean_g - xhat * mean_gx);
-      }
-    }
+    layer_norm_backward_rows<T>(dy.data<T>(), x.data<T>(), w.data<T>(), mean.data<T>(), rstd.data<T>(), g.dx.data<T>(),
+                                g.dweight.data<T>(), g.dbias.defined() ? g.dbias.data<T>() : nullptr, rows_of(x),
+                                x.size(-1));
   });
 }
 

@@ -10,7 +10,9 @@
 #include "autograd/ops.h"
 #include "autograd/transformer_ops.h"
 #include "support/gradcheck.h"
+#include "tensor/attention.h"
 #include "tensor/elementwise.h"
+#include "tensor/layer_norm.h"
 #include "tensor/reduce.h"
 #include "tensor/qk_norm.h"
 #include "tensor/rotary.h"
@@ -191,4 +193,36 @@ TEST_CASE("qk_norm: each q and k head vector divided by its root-mean-square, v 
   CHECK(max_abs_diff(kernels::qk_norm(qkv.detach(), heads), reference) < 1e-14);
   CHECK(gradcheck([&](const Inputs& in) { return qk_norm(in[0], heads); }, {qkv}) == "");
   CHECK_THROWS_WITH(kernels::qk_norm(random_input({1, 2, 15}, 1), 2), Catch::Contains("of 2 heads"));
+}
+
+// The float32 loops are built per instruction set (tensor/cpu_clones.h) and run the clone for
+// this CPU; tiny shapes would stay in their scalar tails, so these use the baby GPT's.
+TEST_CASE("float32 kernels at the baby GPT shapes agree with float64 (layer norm, attention, GELU, broadcast add)") {
+  NoGradGuard no_grad;
+  const auto f32 = [](const Tensor& t) { return kernels::to_dtype(t, DType::Float32); };
+  const auto close = [](const Tensor& single, const Tensor& twice, double tol) {
+    return max_abs_diff(kernels::to_dtype(single, DType::Float64), twice) < tol;
+  };
+  const Tensor x = random_input({2, 64, 128}, 40), w = random_input({128}, 41), b = random_input({128}, 42);
+  const Tensor dy = random_input({2, 64, 128}, 43);
+  const auto ln64 = kernels::layer_norm(x, w, b, 1e-5);
+  const auto ln32 = kernels::layer_norm(f32(x), f32(w), f32(b), 1e-5);
+  CHECK(close(ln32.y, ln64.y, 1e-5));
+  const auto g64 = kernels::layer_norm_backward(dy, x, w, ln64.mean, ln64.rstd, true);
+  const auto g32 = kernels::layer_norm_backward(f32(dy), f32(x), f32(w), ln32.mean, ln32.rstd, true);
+  CHECK(close(g32.dx, g64.dx, 1e-4));
+  CHECK(close(g32.dweight, g64.dweight, 1e-4));
+  CHECK(close(g32.dbias, g64.dbias, 1e-4));
+
+  const Tensor qkv = random_input({2, 64, 3 * 128}, 44);
+  const auto at64 = kernels::causal_attention(qkv, 4);
+  const auto at32 = kernels::causal_attention(f32(qkv), 4);
+  CHECK(close(at32.y, at64.y, 1e-5));
+  CHECK(close(kernels::causal_attention_backward(f32(dy), f32(qkv), at32.att, 4),
+              kernels::causal_attention_backward(dy, qkv, at64.att, 4), 1e-4));
+
+  const Tensor h = random_input({2, 64, 512}, 45), dh = random_input({2, 64, 512}, 46);
+  CHECK(close(kernels::gelu(f32(h)), kernels::gelu(h), 1e-6));
+  CHECK(close(kernels::gelu_backward(f32(dh), f32(h)), kernels::gelu_backward(dh, h), 1e-6));
+  CHECK(close(kernels::add(f32(x), f32(b)), kernels::add(x, b), 1e-6));
 }
