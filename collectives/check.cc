@@ -99,48 +99,58 @@ std::string validate(CollKind kind, const ConstBuffer& send, const Buffer& recv,
   }
 }
 
-bool carries_data(const Descriptor& d) {
-  return d.invalid == 0 && static_cast<CollKind>(d.kind) == CollKind::kAllReduce &&
-         static_cast<Algo>(d.algo) == Algo::kOneShot && d.on_device == 0 &&
-         d.count * dtype_size(static_cast<DType>(d.dtype)) <= kDescriptorBody;
-}
-
-std::string invalid_reason(const Descriptor& d) {
-  const auto* text = reinterpret_cast<const char*>(d.body);
-  return std::string(text, strnlen(text, sizeof d.body));
+bool carries_data(const CallHeader& h) {
+  return h.invalid == 0 && static_cast<CollKind>(h.kind) == CollKind::kAllReduce &&
+         static_cast<Algo>(h.algo) == Algo::kOneShot && h.on_device == 0 &&
+         h.count * dtype_size(static_cast<DType>(h.dtype)) <= kHeaderData;
 }
 
 Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo algo, std::size_t chunk_bytes,
                          bool on_device, const std::string& invalid) {
   Descriptor d;
-  std::memset(&d, 0, sizeof d);
-  d.seq = seq;
-  d.count = args.count;
-  d.chunk_bytes = chunk_bytes;
-  d.root = has_root(kind) ? args.root : -1;
-  d.kind = static_cast<uint8_t>(kind);
-  d.dtype = kind == CollKind::kBarrier ? 0 : static_cast<uint8_t>(args.dtype);
-  d.op = has_op(kind) ? static_cast<uint8_t>(args.op) : 255;
-  d.algo = static_cast<uint8_t>(algo);
-  d.on_device = on_device ? 1 : 0;
-  d.invalid = invalid.empty() ? 0 : 1;
-  if (d.invalid) std::memcpy(d.body, invalid.data(), std::min(invalid.size(), sizeof d.body - 1));
-  else if (carries_data(d) && args.count > 0) std::memcpy(d.body, args.send, args.count * dtype_size(args.dtype));
+  std::memset(&d, 0, sizeof d);  // the padding too: headers are compared byte for byte
+  CallHeader& h = d.head;
+  h.seq = seq;
+  h.count = args.count;
+  h.chunk_bytes = chunk_bytes;
+  h.root = has_root(kind) ? args.root : -1;
+  h.kind = static_cast<uint8_t>(kind);
+  h.dtype = kind == CollKind::kBarrier ? 0 : static_cast<uint8_t>(args.dtype);
+  h.op = has_op(kind) ? static_cast<uint8_t>(args.op) : 255;
+  h.algo = static_cast<uint8_t>(algo);
+  h.on_device = on_device ? 1 : 0;
+  h.invalid = invalid.empty() ? 0 : 1;
+  std::memcpy(d.reason, invalid.data(), std::min(invalid.size(), sizeof d.reason - 1));
+  if (carries_data(h) && args.count > 0) std::memcpy(h.data, args.send, args.count * dtype_size(args.dtype));
   return d;
 }
 
-std::vector<Descriptor> exchange_descriptors(Link& link, const Descriptor& mine) {
+namespace {
+
+// Every rank's `mine`, indexed by rank. Pairwise, step s: to r+s, from r-s. Each step is one
+// send_recv, which every link runs on this thread with no hand-off (over TCP a hand-off to the
+// progress thread and back cost more than the messages).
+template <typename T>
+std::vector<T> exchange_all(Link& link, const T& mine) {
   const int p = link.world_size(), r = link.rank();
-  std::vector<Descriptor> all(static_cast<std::size_t>(p));
+  std::vector<T> all(static_cast<std::size_t>(p));
   all[static_cast<std::size_t>(r)] = mine;
-  // Pairwise, step s: to r+s, from r-s. Each step is one send_recv, which every link runs on
-  // this thread with no hand-off (over TCP a hand-off to the progress thread and back cost more
-  // than the messages).
   for (int s = 1; s < p; ++s) {
     const int from = (r - s + p) % p;
-    link.send_recv((r + s) % p, &mine, sizeof(Descriptor), from, &all[static_cast<std::size_t>(from)], sizeof(Descriptor));
+    link.send_recv((r + s) % p, &mine, sizeof(T), from, &all[static_cast<std::size_t>(from)], sizeof(T));
   }
   return all;
+}
+
+}  // namespace
+
+Agreement agree(Link& link, const Descriptor& mine) {
+  Agreement a{exchange_all(link, mine.head), {}};
+  const auto agrees = [&](const CallHeader& h) {
+    return h.invalid == 0 && std::memcmp(&h, a.heads.data(), offsetof(CallHeader, data)) == 0;
+  };
+  if (!std::all_of(a.heads.begin(), a.heads.end(), agrees)) a.why = find_disagreement(exchange_all(link, mine));
+  return a;
 }
 
 std::string check_counts(Link& link, std::span<const std::size_t> send_counts, std::span<const std::size_t> recv_counts) {
@@ -163,13 +173,9 @@ std::string check_counts(Link& link, std::span<const std::size_t> send_counts, s
 }
 
 std::string find_disagreement(const std::vector<Descriptor>& all) {
-  // The common case, every rank valid and agreeing on every field, builds no string.
-  const auto agrees = [&](const Descriptor& d) {
-    return d.invalid == 0 && std::memcmp(&d, all.data(), offsetof(Descriptor, body)) == 0;
-  };
-  if (std::all_of(all.begin(), all.end(), agrees)) return {};
   for (std::size_t r = 0; r < all.size(); ++r)
-    if (all[r].invalid != 0) return fmt::format("invalid arguments on rank {}: {}", r, invalid_reason(all[r]));
+    if (all[r].head.invalid != 0)
+      return fmt::format("invalid arguments on rank {}: {}", r, std::string(all[r].reason, strnlen(all[r].reason, sizeof all[r].reason)));
   // For each field, ranks grouped by value: "1000 on ranks 0, 2; 999 on rank 1".
   auto differ = [&](const char* field, const std::function<std::string(const Descriptor&)>& value) -> std::string {
     std::map<std::string, std::vector<std::size_t>> groups;
@@ -180,23 +186,23 @@ std::string find_disagreement(const std::vector<Descriptor>& all) {
       parts.push_back(fmt::format("{} on rank{} {}", v, ranks.size() > 1 ? "s" : "", fmt::join(ranks, ", ")));
     return fmt::format("ranks disagree on {}: {}", field, fmt::join(parts, "; "));
   };
-  const auto kind = [](const Descriptor& d) { return static_cast<CollKind>(d.kind); };
+  const auto kind = [](const Descriptor& d) { return static_cast<CollKind>(d.head.kind); };
   if (auto e = differ("the collective", [&](const Descriptor& d) {
-        return fmt::format("{} #{}", coll_name(kind(d)), d.seq);
+        return fmt::format("{} #{}", coll_name(kind(d)), d.head.seq);
       }); !e.empty())
     return e;
   std::vector<std::string> found;
   auto add = [&](std::string e) { if (!e.empty()) found.push_back(std::move(e)); };
-  add(differ("memory", [](const Descriptor& d) { return std::string(d.on_device ? "device" : "host"); }));
-  add(differ("count", [](const Descriptor& d) { return std::to_string(d.count); }));
+  add(differ("memory", [](const Descriptor& d) { return std::string(d.head.on_device ? "device" : "host"); }));
+  add(differ("count", [](const Descriptor& d) { return std::to_string(d.head.count); }));
   if (kind(all[0]) != CollKind::kBarrier)
-    add(differ("dtype", [](const Descriptor& d) { return std::string(dtype_name(static_cast<DType>(d.dtype))); }));
+    add(differ("dtype", [](const Descriptor& d) { return std::string(dtype_name(static_cast<DType>(d.head.dtype))); }));
   if (has_op(kind(all[0])))
-    add(differ("op", [](const Descriptor& d) { return std::string(reduce_op_name(static_cast<ReduceOp>(d.op))); }));
-  if (has_root(kind(all[0]))) add(differ("root", [](const Descriptor& d) { return std::to_string(d.root); }));
+    add(differ("op", [](const Descriptor& d) { return std::string(reduce_op_name(static_cast<ReduceOp>(d.head.op))); }));
+  if (has_root(kind(all[0]))) add(differ("root", [](const Descriptor& d) { return std::to_string(d.head.root); }));
   add(differ("algorithm (RINGGRAD_ALGO or the cost model differ)",
-             [](const Descriptor& d) { return std::string(algo_name(static_cast<Algo>(d.algo))); }));
-  add(differ("chunk_bytes (RINGGRAD_CHUNK_BYTES)", [](const Descriptor& d) { return std::to_string(d.chunk_bytes); }));
+             [](const Descriptor& d) { return std::string(algo_name(static_cast<Algo>(d.head.algo))); }));
+  add(differ("chunk_bytes (RINGGRAD_CHUNK_BYTES)", [](const Descriptor& d) { return std::to_string(d.head.chunk_bytes); }));
   return fmt::format("{}", fmt::join(found, "; "));
 }
 

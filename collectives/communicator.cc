@@ -175,6 +175,7 @@ Communicator::~Communicator() {
 void Communicator::set_cost_model(const CostModel& model) {
   std::lock_guard lock(mutex_);
   options_.model = model;
+  last_choice_ = {};
 }
 
 Algo Communicator::resolve(CollKind kind, Algo algo, std::size_t n) const {
@@ -182,7 +183,11 @@ Algo Communicator::resolve(CollKind kind, Algo algo, std::size_t n) const {
   if (has_algo(kind, options_.algo)) return options_.algo;
   if (kind == CollKind::kBarrier || !is_collective(kind)) return Algo::kAuto;  // one way each
   std::lock_guard lock(mutex_);
-  return options_.model.choose(kind, n, world_size_, model_hosts_);
+  // A training loop asks about the same few sizes over and over: keep the last answer (the
+  // model's comparison of every algorithm is a tenth of a small all-reduce's time).
+  if (last_choice_.algo == Algo::kAuto || last_choice_.kind != kind || last_choice_.bytes != n)
+    last_choice_ = {kind, n, options_.model.choose(kind, n, world_size_, model_hosts_)};
+  return last_choice_.algo;
 }
 
 std::uint64_t CommStats::total_bytes() const {
@@ -380,7 +385,7 @@ void Communicator::execute(Task& task) {
       const bool done = check_agreement(task);
       const uint64_t tag = is_collective(task.kind) ? task.seq : kP2PTagBit | task.tag;
       if (done) {
-        // a one-shot all-reduce that rode in the check's descriptors
+        // a one-shot all-reduce that rode in the check's headers
       } else if (task.device == kHost && mpi_) {
         run_on_mpi(task);
       } else if (task.device == kHost) {
@@ -438,22 +443,21 @@ bool Communicator::check_agreement(const Task& task) {
   if (!is_collective(task.kind) || !options_.check_args) return false;
   const std::size_t chunk = task.device == kHost ? options_.chunk_bytes : options_.device_chunk_bytes;
   Descriptor mine = describe_call(task.kind, task.seq, task.args, task.algo, chunk, task.device != kHost, task.invalid);
-  // The descriptors travel like the data: shared memory once it is set up (the first host
+  // The headers travel like the data: shared memory once it is set up (the first host
   // collective is checked over TCP, before the ranks meet to set it up).
   const std::unique_ptr<Link> link = host_link(kCheckTag, true);
-  const std::vector<Descriptor> all = exchange_descriptors(*link, mine);
-  std::string why = find_disagreement(all);
-  if (why.empty() && task.kind == CollKind::kAllToAllV) {
+  Agreement agreed = agree(*link, mine);
+  if (agreed.why.empty() && task.kind == CollKind::kAllToAllV) {
     // Per-peer counts: each pair compares its own, then every rank hears every mismatch.
     mine = describe_call(task.kind, task.seq, task.args, task.algo, chunk, task.device != kHost,
-                         check_counts(*host_link(kCheckTag, true), task.send_counts, task.recv_counts));
-    why = find_disagreement(exchange_descriptors(*host_link(kCheckTag, true), mine));
+                         check_counts(*link, task.send_counts, task.recv_counts));
+    agreed = agree(*link, mine);
   }
-  if (!why.empty()) throw CollectiveError(fmt::format("{}: {}", where(task), why));
-  if (!carries_data(mine) || mpi_) return false;  // under MPI, MPI runs every host call
-  // Every rank's vector came with its descriptor: the one-shot all-reduce is done but for the sum.
+  if (!agreed.why.empty()) throw CollectiveError(fmt::format("{}: {}", where(task), agreed.why));
+  if (!carries_data(mine.head) || mpi_) return false;  // under MPI, MPI runs every host call
+  // Every rank's vector came in its header: the one-shot all-reduce is done but for the sum.
   std::vector<const std::byte*> inputs;
-  for (const Descriptor& d : all) inputs.push_back(d.body);
+  for (const CallHeader& h : agreed.heads) inputs.push_back(h.data);
   reduce_in_rank_order(*link, inputs, task.args.recv, task.args.count, task.args.dtype, task.args.op);
   return true;
 }

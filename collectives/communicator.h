@@ -196,6 +196,12 @@ class Communicator {
   int world_size_;
   HostLayout hosts_;
   int model_hosts_;  // hosts as the cost model sees them: hosts_.hosts() when uniform, else 1
+  struct Choice {
+    CollKind kind = CollKind::kBarrier;
+    std::size_t bytes = 0;
+    Algo algo = Algo::kAuto;  // kAuto: nothing kept yet
+  };
+  mutable Choice last_choice_;  // resolve()'s last answer from the model; under mutex_
   std::unique_ptr<HostBuffers> host_buffers_;  // reused by every host link; the thread running a task
   std::unique_ptr<DeviceBackend> device_;  // made by the first device call; thread running a task
   std::unique_ptr<MpiBackend> mpi_;        // backend mpi: runs the host calls

@@ -56,7 +56,7 @@ bool ShmLink::advance_send(Outgoing& out) {
   if (written - std::atomic_ref(box.receiver.consumed).load(std::memory_order_acquire) == kShmSlots) return false;
   const std::size_t n = std::min(chunk_bytes(), out.bytes - out.done);
   std::memcpy(peers_.slot(out.to, rank(), written), out.src + out.done, n);
-  box.sender.piece_bytes[written % kShmSlots] = n;
+  box.sender.piece_bytes[written % kShmSlots] = static_cast<std::uint32_t>(n);
   box.sender.piece_tag[written % kShmSlots] = tag_;
   std::atomic_ref(box.sender.written).store(written + 1, std::memory_order_release);
   peers_.ring(out.to);

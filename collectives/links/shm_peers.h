@@ -29,11 +29,13 @@ struct alignas(64) ShmDoorbell {
 };
 
 struct ShmInbox {
+  // One cache line: a receiver learns of a piece, its size and its tag in one transfer.
   struct alignas(64) Sender {
     std::uint32_t written;                // pieces put in
-    std::uint64_t piece_bytes[kShmSlots]; // size of the piece in each slot
+    std::uint32_t piece_bytes[kShmSlots]; // size of the piece in each slot (chunks are <= 1 GiB)
     std::uint64_t piece_tag[kShmSlots];   // the operation it belongs to (as TCP frames carry)
   } sender;
+  static_assert(sizeof(Sender) == 64);
   struct alignas(64) Receiver {
     std::uint32_t consumed;  // pieces taken out; slot k % kShmSlots is free again
   } receiver;

@@ -93,12 +93,12 @@ TEST_CASE("disagreeing ranks get the same named error on every rank", "[collecti
                  {"invalid arguments on rank 2", "recv holds 11 elements, gather needs send count 4 x world size 3 = 12"});
     expect_error("scatter algorithm", [&] { comm.scatter(Buffer{f.data(), 12, DType::kFloat32}, Buffer{d.data(), 4, DType::kFloat32}, 0, Algo::kRing); },
                  {"scatter has no 'ring' algorithm (it has: linear)"});
-    // 10 floats ride in the check's descriptor (a one-shot all-reduce), 1000 do not: the
-    // descriptors are alike in size all the same, so the disagreement is still named.
+    // 4 floats ride in the check's header (a one-shot all-reduce), 1000 do not: the headers
+    // are alike in size all the same, so the disagreement is still named.
     std::vector<float> big(1000, 1.0f);
-    const std::size_t m = r == 1 ? 1000 : 10;
+    const std::size_t m = r == 1 ? 1000 : 4;
     expect_error("count, one vector in the descriptor", [&] { comm.all_reduce(Buffer{big.data(), m, DType::kFloat32}, Buffer{big.data(), m, DType::kFloat32}, ReduceOp::SUM); },
-                 {"all_reduce #13", "ranks disagree on count: 10 on ranks 0, 2; 1000 on rank 1"});
+                 {"all_reduce #13", "ranks disagree on count: 1000 on rank 1; 4 on ranks 0, 2"});
     // Nothing moved: the communicator still works, and sequence numbers still agree.
     std::vector<float> x(7, static_cast<float>(r + 1));
     comm.all_reduce(Buffer{x.data(), 7, DType::kFloat32}, Buffer{x.data(), 7, DType::kFloat32}, ReduceOp::SUM);
