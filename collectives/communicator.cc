@@ -179,10 +179,14 @@ void Communicator::set_cost_model(const CostModel& model) {
 }
 
 Algo Communicator::resolve(CollKind kind, Algo algo, std::size_t n) const {
+  std::lock_guard lock(mutex_);
+  return resolve_locked(kind, algo, n);
+}
+
+Algo Communicator::resolve_locked(CollKind kind, Algo algo, std::size_t n) const {
   if (algo != Algo::kAuto) return algo;
   if (has_algo(kind, options_.algo)) return options_.algo;
   if (kind == CollKind::kBarrier || !is_collective(kind)) return Algo::kAuto;  // one way each
-  std::lock_guard lock(mutex_);
   // A training loop asks about the same few sizes over and over: keep the last answer (the
   // model's comparison of every algorithm is a tenth of a small all-reduce's time).
   if (last_choice_.algo == Algo::kAuto || last_choice_.kind != kind || last_choice_.bytes != n)
@@ -306,11 +310,11 @@ void Communicator::batch_send_recv(std::vector<P2POp> ops, uint64_t tag) {
 
 // --- The queue -----------------------------------------------------------------------------
 
+// A small blocking call is mostly this function's own cost, so it takes the lock once on the
+// way in, reads the clock once for queued-and-started, and runs inline without a Work::State.
 Work Communicator::submit(Task task, bool blocking) {
-  if (task.invalid.empty()) task.algo = resolve(task.kind, task.algo, task.bytes);
-  auto state = std::make_shared<Work::State>();
-  task.state = state;
   std::unique_lock lock(mutex_);
+  if (task.invalid.empty()) task.algo = resolve_locked(task.kind, task.algo, task.bytes);
   if (!broken_.empty())
     throw transport::TransportError(fmt::format("{} on {}: the communicator is broken by an earlier error: {}",
                                                 coll_name(task.kind), describe_rank(group_), broken_));
@@ -325,17 +329,18 @@ Work Communicator::submit(Task task, bool blocking) {
   // Without the check no other rank would hear of a bad argument: throw here, before any data moves.
   if (!task.invalid.empty() && (!options_.check_args || !is_collective(task.kind)))
     throw CollectiveError(fmt::format("{} on {}: {}", coll_name(task.kind), describe_rank(group_), task.invalid));
+  const bool inline_run = blocking && queue_.empty() && !running_;  // on the caller's thread: no hand-off
   if (is_collective(task.kind)) {
     task.seq = next_seq_++;
-    recorder_->queued(task.seq, task.kind, task.bytes, task.args.dtype, task.algo);
+    recorder_->queued(task.seq, task.kind, task.bytes, task.args.dtype, task.algo, inline_run);
   }
   CommStats::Entry& counted = stats_.by_kind[task.kind];
   ++counted.calls;
   counted.bytes += is_collective(task.kind) ? task.bytes : point_to_point_bytes(task);
-  if (blocking && queue_.empty() && !running_) {
-    running_ = true;  // run on the caller's thread: no hand-off to the worker and back
+  if (inline_run) {
+    running_ = true;
     lock.unlock();
-    execute(task);
+    const std::exception_ptr error = execute(task);
     lock.lock();
     running_ = false;
     // Only the worker waits on cv_: wake it only if something was queued meanwhile (or the
@@ -343,9 +348,11 @@ Work Communicator::submit(Task task, bool blocking) {
     // machine with as many ranks as cores it takes the CPU from a rank that is polling.
     if (!queue_.empty() || stop_) cv_.notify_all();
     lock.unlock();
-    Work(state).wait();
+    if (error) std::rethrow_exception(error);
     return Work();
   }
+  auto state = std::make_shared<Work::State>();
+  task.state = state;
   queue_.push_back(std::make_unique<Task>(std::move(task)));
   lock.unlock();
   cv_.notify_all();
@@ -362,8 +369,19 @@ void Communicator::worker_loop() {
     std::unique_ptr<Task> task = std::move(queue_.front());
     queue_.pop_front();
     running_ = true;
+    // A queued call may find the communicator broken by the one before it.
+    std::exception_ptr error;
+    if (!broken_.empty())
+      error = std::make_exception_ptr(transport::TransportError(
+          fmt::format("{}: the communicator is broken by an earlier error: {}", where(*task), broken_)));
     lock.unlock();
-    execute(*task);
+    if (!error) {
+      if (is_collective(task->kind)) recorder_->started(task->seq);
+      error = execute(*task);
+    } else if (is_collective(task->kind)) {
+      recorder_->ended(task->seq, false);
+    }
+    complete(*task->state, error);
     lock.lock();
     running_ = false;
   }
@@ -371,48 +389,39 @@ void Communicator::worker_loop() {
 
 // --- Running one task -------------------------------------------------------------------------
 
-void Communicator::execute(Task& task) {
+std::exception_ptr Communicator::execute(Task& task) {
   std::exception_ptr error;
-  {
-    std::lock_guard lock(mutex_);
-    if (!broken_.empty())
-      error = std::make_exception_ptr(transport::TransportError(
-          fmt::format("{}: the communicator is broken by an earlier error: {}", where(task), broken_)));
-  }
-  if (!error) {
-    if (is_collective(task.kind)) recorder_->started(task.seq);
-    try {
-      const bool done = check_agreement(task);
-      const uint64_t tag = is_collective(task.kind) ? task.seq : kP2PTagBit | task.tag;
-      if (done) {
-        // a one-shot all-reduce that rode in the check's headers
-      } else if (task.device == kHost && mpi_) {
-        run_on_mpi(task);
-      } else if (task.device == kHost) {
-        if (is_collective(task.kind) && world_size_ > 1) choose_host_path();
-        const std::unique_ptr<Link> link = host_link(tag, is_collective(task.kind));
-        if (task.kind == CollKind::kBatchSendRecv) irecv_isend_waitall(*link, task.ops);
-        else if (task.kind == CollKind::kAllToAllV) pairwise_all_to_all_v(*link, task.args, task.send_counts, task.recv_counts);
-        else run_collective(*link, task.kind, task.algo, task.args, task.peer, hosts_);
-      } else {
-        if (!device_) device_ = make_device_backend(*transport_, options_, task.device, hosts_);
-        if (task.kind == CollKind::kBatchSendRecv) device_->run_batch(task.ops, tag);
-        else device_->run(task.kind, task.algo, task.args, task.peer, tag);
-      }
-    } catch (const CollectiveError&) {
-      error = std::current_exception();  // found before any data moved: still usable
-    } catch (const transport::TransportError& e) {
-      error = std::make_exception_ptr(transport::TransportError(fmt::format("{}: {}", where(task), e.what())));
-      if (is_collective(task.kind)) recorder_->ended(task.seq, false);
-      break_on(e);
-      recorder_->dump();  // what this rank was doing, for the launcher's desync report
-    } catch (const std::exception& e) {
-      error = std::current_exception();
-      break_on(e);
+  try {
+    const bool done = check_agreement(task);
+    const uint64_t tag = is_collective(task.kind) ? task.seq : kP2PTagBit | task.tag;
+    if (done) {
+      // a one-shot all-reduce that rode in the check's headers
+    } else if (task.device == kHost && mpi_) {
+      run_on_mpi(task);
+    } else if (task.device == kHost) {
+      if (is_collective(task.kind) && world_size_ > 1) choose_host_path();
+      const std::unique_ptr<Link> link = host_link(tag, is_collective(task.kind));
+      if (task.kind == CollKind::kBatchSendRecv) irecv_isend_waitall(*link, task.ops);
+      else if (task.kind == CollKind::kAllToAllV) pairwise_all_to_all_v(*link, task.args, task.send_counts, task.recv_counts);
+      else run_collective(*link, task.kind, task.algo, task.args, task.peer, hosts_);
+    } else {
+      if (!device_) device_ = make_device_backend(*transport_, options_, task.device, hosts_);
+      if (task.kind == CollKind::kBatchSendRecv) device_->run_batch(task.ops, tag);
+      else device_->run(task.kind, task.algo, task.args, task.peer, tag);
     }
+  } catch (const CollectiveError&) {
+    error = std::current_exception();  // found before any data moved: still usable
+  } catch (const transport::TransportError& e) {
+    error = std::make_exception_ptr(transport::TransportError(fmt::format("{}: {}", where(task), e.what())));
+    if (is_collective(task.kind)) recorder_->ended(task.seq, false);
+    break_on(e);
+    recorder_->dump();  // what this rank was doing, for the launcher's desync report
+  } catch (const std::exception& e) {
+    error = std::current_exception();
+    break_on(e);
   }
   if (is_collective(task.kind)) recorder_->ended(task.seq, !error);
-  complete(*task.state, error);
+  return error;
 }
 
 void Communicator::run_on_mpi(Task& task) {
@@ -458,7 +467,8 @@ bool Communicator::check_agreement(const Task& task) {
   // Every rank's vector came in its header: the one-shot all-reduce is done but for the sum.
   std::vector<const std::byte*> inputs;
   for (const CallHeader& h : agreed.heads) inputs.push_back(h.data);
-  reduce_in_rank_order(*link, inputs, task.args.recv, task.args.count, task.args.dtype, task.args.op);
+  reduce_in_rank_order(*link, inputs, task.args.recv, task.args.count, task.args.dtype, task.args.op,
+                       link->workspace(kHeaderData));
   return true;
 }
 

@@ -176,7 +176,9 @@ class Communicator {
  private:
   Work submit(Task task, bool blocking);
   void worker_loop();
-  void execute(Task& task);
+  // Runs a task on this thread; returns its error (none: null). The caller completes its Work.
+  std::exception_ptr execute(Task& task);
+  Algo resolve_locked(CollKind kind, Algo algo, std::size_t n) const;  // resolve(), mutex_ held
   // The argument check; true when its exchange also finished the call (check.h: carries_data).
   bool check_agreement(const Task& task);
   void choose_host_path();

@@ -101,10 +101,14 @@ FlightRecorder::Entry* FlightRecorder::find(std::uint64_t seq) {
   return &ring_[seq % capacity_];
 }
 
-void FlightRecorder::queued(std::uint64_t seq, CollKind kind, std::uint64_t bytes, DType dtype, Algo algo) {
+void FlightRecorder::queued(std::uint64_t seq, CollKind kind, std::uint64_t bytes, DType dtype, Algo algo,
+                            bool and_started) {
   if (capacity_ == 0) return;
+  const double now = now_s();
+  const int thread = and_started ? this_thread_id() : 0;
   std::lock_guard lock(mutex_);
-  const Entry e{seq, kind, bytes, dtype, algo, State::kQueued, now_s(), 0, 0, 0};
+  const Entry e{seq, kind, bytes, dtype, algo, and_started ? State::kStarted : State::kQueued, now,
+                and_started ? now : 0, 0, thread};
   if (ring_.size() < capacity_) ring_.push_back(e);
   else ring_[seq % capacity_] = e;
   recorded_ = seq + 1;

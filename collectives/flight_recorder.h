@@ -46,7 +46,8 @@ class FlightRecorder {
   /// Collective `seq` (the communicator's sequence numbers: 0, 1, 2, ... each once, in order)
   /// was queued with its size in bytes (nccl-tests' size), dtype and algorithm; then started;
   /// then ended, `ok` or failed. A seq no longer in the buffer is ignored.
-  void queued(std::uint64_t seq, CollKind kind, std::uint64_t bytes, DType dtype, Algo algo);
+  /// `and_started`: it starts at once, on this thread (a blocking call run inline): one clock read.
+  void queued(std::uint64_t seq, CollKind kind, std::uint64_t bytes, DType dtype, Algo algo, bool and_started = false);
   void started(std::uint64_t seq);
   void ended(std::uint64_t seq, bool ok);
 
