@@ -23,8 +23,8 @@ enum class Algo : uint8_t { kAuto, kRing, kTree, kHalvingDoubling, kLinear, kPai
 /// "gather", "scatter", "all_to_all", "batch_send_recv", "all_to_all_v".
 std::string_view coll_name(CollKind kind);
 /// Every algorithm, kAuto first. CostModel::choose keeps the first of equal predictions: ring
-/// before all, and one-shot before halving-doubling, which it equals on 2 ranks but for the
-/// argument check its message can carry.
+/// before all, and one-shot before halving-doubling. On 2 ranks the two cost the same, but a
+/// small one-shot all-reduce can ride in the argument check's message.
 inline constexpr Algo kAllAlgos[] = {Algo::kAuto,   Algo::kRing,     Algo::kOneShot, Algo::kTree,        Algo::kHalvingDoubling,
                                      Algo::kLinear, Algo::kPairwise, Algo::kBruck,   Algo::kHierarchical};
 

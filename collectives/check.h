@@ -18,7 +18,7 @@
 
 namespace ringgrad::collectives {
 
-/// The tag of the descriptor messages (collectives use their sequence number, send/recv bit 63).
+/// The tag of the check's messages (collectives use their sequence number, send/recv bit 63).
 constexpr uint64_t kCheckTag = uint64_t{1} << 62;
 
 /// Bytes of call data a header carries: 6 float32, 3 float64.
@@ -61,15 +61,17 @@ int call_device(CollKind kind, const ConstBuffer& send, const Buffer& recv, int 
 Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo algo, std::size_t chunk_bytes,
                          bool on_device, const std::string& invalid);
 
-/// Every rank's header, and the named disagreement: empty when every header agrees with every
-/// other and all are valid; otherwise, after a second exchange of the full descriptors, the
-/// same message on every rank (find_disagreement). One message to and from every peer per
-/// exchange, in p-1 pairwise steps over `link` (made with tag kCheckTag). Throws
-/// TransportError if a peer is dead or silent past the timeout.
+/// What agree() found: every rank's header, and why they disagree ("" when they agree).
 struct Agreement {
   std::vector<CallHeader> heads;  // by rank
   std::string why;
 };
+
+/// Exchanges headers; `why` is empty when every header agrees with every other and all are
+/// valid, otherwise, after a second exchange of the full descriptors, the same message on every
+/// rank (find_disagreement). One message to and from every peer per exchange, in p-1 pairwise
+/// steps over `link` (made with tag kCheckTag). Throws TransportError if a peer is dead or
+/// silent past the timeout.
 Agreement agree(Link& link, const Descriptor& mine);
 
 /// all_to_all_v's pairwise agreement: each rank sends every peer the count it will send it and

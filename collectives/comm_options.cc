@@ -25,7 +25,7 @@ std::size_t env_size(const char* name, std::size_t fallback) {
 }
 
 // Pieces below 4 KiB cost more in per-piece work than they move, and the argument check's
-// 240-byte descriptor must fit a shared-memory inbox; above 1 GiB an inbox would not fit memory.
+// 256-byte descriptor must fit a shared-memory inbox; above 1 GiB an inbox would not fit memory.
 constexpr std::size_t kMinChunk = 4 << 10, kMaxChunk = std::size_t{1} << 30;
 
 void check_chunk(const char* what, std::size_t bytes) {

@@ -340,7 +340,7 @@ Work Communicator::submit(Task task, bool blocking) {
   if (inline_run) {
     running_ = true;
     lock.unlock();
-    const std::exception_ptr error = execute(task);
+    const std::exception_ptr error = execute_nothrow(task);
     lock.lock();
     running_ = false;
     // Only the worker waits on cv_: wake it only if something was queued meanwhile (or the
@@ -377,7 +377,7 @@ void Communicator::worker_loop() {
     lock.unlock();
     if (!error) {
       if (is_collective(task->kind)) recorder_->started(task->seq);
-      error = execute(*task);
+      error = execute_nothrow(*task);
     } else if (is_collective(task->kind)) {
       recorder_->ended(task->seq, false);
     }
@@ -392,23 +392,11 @@ void Communicator::worker_loop() {
 std::exception_ptr Communicator::execute(Task& task) {
   std::exception_ptr error;
   try {
-    const bool done = check_agreement(task);
-    const uint64_t tag = is_collective(task.kind) ? task.seq : kP2PTagBit | task.tag;
-    if (done) {
-      // a one-shot all-reduce that rode in the check's headers
-    } else if (task.device == kHost && mpi_) {
-      run_on_mpi(task);
-    } else if (task.device == kHost) {
-      if (is_collective(task.kind) && world_size_ > 1) choose_host_path();
-      const std::unique_ptr<Link> link = host_link(tag, is_collective(task.kind));
-      if (task.kind == CollKind::kBatchSendRecv) irecv_isend_waitall(*link, task.ops);
-      else if (task.kind == CollKind::kAllToAllV) pairwise_all_to_all_v(*link, task.args, task.send_counts, task.recv_counts);
-      else run_collective(*link, task.kind, task.algo, task.args, task.peer, hosts_);
-    } else {
-      if (!device_) device_ = make_device_backend(*transport_, options_, task.device, hosts_);
-      if (task.kind == CollKind::kBatchSendRecv) device_->run_batch(task.ops, tag);
-      else device_->run(task.kind, task.algo, task.args, task.peer, tag);
-    }
+    const bool done = check_agreement(task);  // a small one-shot all-reduce rides in the check
+    // Every rank agreed on this call, so all meet here: the first host collective sets up
+    // shared memory, whether or not its data rode in the check.
+    if (task.device == kHost && !mpi_ && is_collective(task.kind) && world_size_ > 1) choose_host_path();
+    if (!done) move_data(task);
   } catch (const CollectiveError&) {
     error = std::current_exception();  // found before any data moved: still usable
   } catch (const transport::TransportError& e) {
@@ -422,6 +410,32 @@ std::exception_ptr Communicator::execute(Task& task) {
   }
   if (is_collective(task.kind)) recorder_->ended(task.seq, !error);
   return error;
+}
+
+// execute() catches what the call throws, but its handlers can throw too (formatting, a dump):
+// whatever escapes is the call's error, so `running_` is always reset and no waiter hangs.
+std::exception_ptr Communicator::execute_nothrow(Task& task) noexcept {
+  try {
+    return execute(task);
+  } catch (...) {
+    return std::current_exception();
+  }
+}
+
+void Communicator::move_data(Task& task) {
+  const uint64_t tag = is_collective(task.kind) ? task.seq : kP2PTagBit | task.tag;
+  if (task.device == kHost && mpi_) {
+    run_on_mpi(task);
+  } else if (task.device == kHost) {
+    const std::unique_ptr<Link> link = host_link(tag, is_collective(task.kind));
+    if (task.kind == CollKind::kBatchSendRecv) irecv_isend_waitall(*link, task.ops);
+    else if (task.kind == CollKind::kAllToAllV) pairwise_all_to_all_v(*link, task.args, task.send_counts, task.recv_counts);
+    else run_collective(*link, task.kind, task.algo, task.args, task.peer, hosts_);
+  } else {
+    if (!device_) device_ = make_device_backend(*transport_, options_, task.device, hosts_);
+    if (task.kind == CollKind::kBatchSendRecv) device_->run_batch(task.ops, tag);
+    else device_->run(task.kind, task.algo, task.args, task.peer, tag);
+  }
 }
 
 void Communicator::run_on_mpi(Task& task) {

@@ -178,6 +178,8 @@ class Communicator {
   void worker_loop();
   // Runs a task on this thread; returns its error (none: null). The caller completes its Work.
   std::exception_ptr execute(Task& task);
+  std::exception_ptr execute_nothrow(Task& task) noexcept;
+  void move_data(Task& task);  // the call's algorithm over its link, MPI or the device backend
   Algo resolve_locked(CollKind kind, Algo algo, std::size_t n) const;  // resolve(), mutex_ held
   // The argument check; true when its exchange also finished the call (check.h: carries_data).
   bool check_agreement(const Task& task);

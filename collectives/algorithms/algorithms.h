@@ -61,7 +61,8 @@ void halving_doubling_all_reduce(Link& link, const CollArgs& args);
 void one_shot_all_reduce(Link& link, const CollArgs& args);
 /// recv = inputs[0] op inputs[1] op ... left to right, then divided for AVG: the same bits on
 /// every rank that reduces the same inputs. An input may be recv itself; `scratch` (count
-/// elements, unused when there are 2 inputs) holds the running result. In the link's memory.
+/// elements, unused for 1 or 2 inputs; neither recv nor an input) holds the running result.
+/// In the link's memory.
 void reduce_in_rank_order(Link& link, std::span<const std::byte* const> inputs, std::byte* recv, std::size_t count,
                           DType dtype, ReduceOp op, std::byte* scratch);
 // gather_scatter.cc: the root exchanges with every rank directly

@@ -67,7 +67,7 @@ class Link {
 
   /// dst = src, `bytes` bytes of this link's memory; nothing when dst == src or bytes == 0.
   virtual void copy(void* dst, const void* src, std::size_t bytes) = 0;
-  /// dst = a op b, element by element, all three in this link's memory (dst may equal a).
+  /// dst = a op b, element by element, all three in this link's memory (dst may equal a or b).
   virtual void reduce(void* dst, const void* a, const void* b, std::size_t count, DType dtype, ReduceOp op) = 0;
   /// data[i] /= world_size for AVG (see reduce_kernel.h); nothing for other ops.
   virtual void finalize(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) = 0;

@@ -136,6 +136,7 @@ void ShmLink::wait(const Outgoing& out, const Incoming& in, Clock::time_point la
     std::atomic_ref rings(bell.rings), sleepers(bell.sleepers);
     const std::uint32_t seen = rings.load();
     sleepers.fetch_add(1);
+    std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with ShmPeers::ring's fence
     if (!ready(out, in)) transport::futex_wait(&bell.rings, seen, kNap);
     sleepers.fetch_sub(1);
   }

@@ -21,7 +21,8 @@ namespace ringgrad::collectives {
 /// Pieces an inbox holds: the sender runs at most this far ahead of the receiver.
 constexpr int kShmSlots = 4;
 
-/// The 32-bit words two processes meet on. Each is written by one side only, except `rings`.
+/// The 32-bit words two processes meet on. Each is written by one side only, except `rings` and
+/// `aborted`.
 struct alignas(64) ShmDoorbell {
   std::uint32_t rings;     // bumped to wake this rank's sleepers (the futex word)
   std::uint32_t sleepers;  // this rank's threads asleep, or about to sleep, on `rings`

@@ -293,4 +293,15 @@ TEST_CASE("the CPUs ranks share are the union of their affinity masks", "[collec
   }
 }
 
+TEST_CASE("a first host collective that rides in the argument check still sets up shared memory", "[collectives]") {
+  require_all_ok(run_ranks(2, [&](const transport::Config& config) {
+    Communicator comm(config, collectives::CommOptions{});
+    double loss = comm.rank() + 1.0;  // one float64: a one-shot all-reduce inside the check's header
+    comm.all_reduce(Buffer{&loss, 1, DType::kFloat64}, Buffer{&loss, 1, DType::kFloat64}, ReduceOp::SUM);
+    check(loss == 3.0, fmt::format("rank {}: sum {}", comm.rank(), loss));
+    const std::string path = comm.host_path();
+    check(path == "shared memory", fmt::format("rank {}: host path '{}'", comm.rank(), path));
+  }));
+}
+
 }  // namespace ringgrad::test
