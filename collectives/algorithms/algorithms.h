@@ -57,7 +57,7 @@ void tree_all_reduce(Link& link, const CollArgs& args);
 void hierarchical_all_reduce(Link& link, const CollArgs& args, const HostLayout& hosts);
 // halving_doubling.cc (Thakur, Rabenseifner & Gropp 2005)
 void halving_doubling_all_reduce(Link& link, const CollArgs& args);
-// one_shot_all_reduce.cc: every vector to every rank at once, reduced locally
+// one_shot_all_reduce.cc: every vector to every rank (p-1 pairwise exchanges), reduced locally
 void one_shot_all_reduce(Link& link, const CollArgs& args);
 /// recv = inputs[0] op inputs[1] op ... left to right, then divided for AVG: the same bits on
 /// every rank that reduces the same inputs. An input may be recv itself; `scratch` (count

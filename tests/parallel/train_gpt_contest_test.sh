@@ -10,9 +10,7 @@
 set -eu
 run=$1 train=$2
 . "$(dirname "$0")/train_gpt_support.sh"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-write_text "$dir/text.txt" "Now is the winter of our discontent, made glorious summer"
+training_dir "Now is the winter of our discontent, made glorious summer"
 base="--data $dir/text.txt --config tiny --log_interval 5 --eval_interval 1000 --sample_tokens 0"
 flags="--optimizer muon --muon_lr 0.02 --rotary true --qk_norm true --relu_squared true --lr_schedule wsd"
 "$train" $base $flags --max_iters 21 | losses > "$dir/one.txt"

@@ -8,9 +8,7 @@
 set -eu
 run=$1 train=$2
 . "$(dirname "$0")/train_gpt_support.sh"
-dir=$(mktemp -d)
-trap 'rm -rf "$dir"' EXIT
-write_text "$dir/text.txt" "To be, or not to be, that is the question"
+training_dir "To be, or not to be, that is the question"
 base="--data $dir/text.txt --config tiny --log_interval 5"
 one="--eval_interval 1000 --sample_tokens 0"  # the one-process path evaluates and samples; the grid does not
 grid="--tp 2 --pp 2 --micro_batches 2"

@@ -7,6 +7,14 @@ write_text() {
   while [ $i -lt 400 ]; do echo "$2: $i"; i=$((i + 1)); done > "$1"
 }
 
+# training_dir LINE: a fresh temporary directory in $dir, removed when the test exits, holding
+# text.txt (write_text of LINE).
+training_dir() {
+  dir=$(mktemp -d)
+  trap 'rm -rf "$dir"' EXIT
+  write_text "$dir/text.txt" "$1"
+}
+
 # losses: "ITER LOSS" for every progress line on stdin (rank 0's under a launcher).
 losses() { sed -n 's/^\(\[rank 0\] \)\{0,1\}iter *\([0-9]*\): loss \([0-9.]*\).*/\2 \3/p'; }
 
