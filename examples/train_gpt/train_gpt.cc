@@ -108,6 +108,7 @@ struct Distributed {
   bool overlap = true;
   std::int64_t accumulation = 1;  // micro-batches per step; all but the last under no_sync()
   double time_budget = 0;         // seconds of training; 0: max_iters decides
+  bool muon_sharded = true;       // split Muon's orthogonalisations over the ranks (sharded_muon.h)
 };
 
 // The middle value (the upper of the two middle ones for an even count, as bench/train_bench).
@@ -184,8 +185,10 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
   const bool muon = cfg.optimizer == "muon";
   const nn::AdamOptions adam{cfg.lr, cfg.beta1, cfg.beta2, 1e-8};
   auto make_optimizer = [&](std::vector<nn::ParamGroup> groups) -> std::unique_ptr<nn::Optimizer> {
-    // Every rank orthogonalises its share of the matrices and broadcasts them (sharded_muon.h).
-    const nn::MuonOptions muon_options = parallel::shard_over({cfg.muon_lr, cfg.muon_momentum}, acc.comm());
+    // Every rank orthogonalises its share of the matrices and broadcasts them (sharded_muon.h),
+    // or (--muon_sharded false) every rank orthogonalises every matrix: the same updates, slower.
+    const nn::MuonOptions whole{cfg.muon_lr, cfg.muon_momentum};
+    const nn::MuonOptions muon_options = dist.muon_sharded ? parallel::shard_over(whole, acc.comm()) : whole;
     if (muon) return std::make_unique<nn::MuonWithAdamW>(std::move(groups), 1, muon_options, adam);
     return std::make_unique<nn::AdamW>(std::move(groups), adam);
   };
@@ -417,6 +420,8 @@ int main(int argc, char** argv) {
   app.add_option(flag("overlap"), dist.overlap, "DDP: all-reduce buckets during backward (true) or after it (false)");
   app.add_option(flag("accumulation"), dist.accumulation, "Micro-batches per step (gradient accumulation)")
       ->check(CLI::PositiveNumber);
+  app.add_option(flag("muon_sharded"), dist.muon_sharded, "Muon under DDP: each rank orthogonalises its share of the "
+                 "matrices and broadcasts them (true), or every rank all of them (false; the same updates)");
   app.add_option(flag("time_budget"), dist.time_budget, "Train for this many seconds of training steps (start-up and "
                                                     "evaluation not counted; the schedule follows the elapsed fraction), "
                                                     "then evaluate on every validation token; overrides max_iters")

@@ -1,11 +1,11 @@
 #!/bin/sh
 # The contest's flags end to end in train_gpt, on a small generated text: Muon beside AdamW
-# (sharded over the ranks), rotary embeddings, QK-norm, ReLU^2 and the WSD schedule on 2 real
-# processes print the training losses one process prints (to the 4 decimals shown); a checkpoint
-# saved on 2 ranks resumes on one process with that process's losses; --time_budget ends with the
-# whole-split validation loss naming the seed and the budget; --print_config prints the preset
-# as JSON; --optimizer muon under a sharded strategy and a resume with other architecture flags
-# are refused with exit status 2, naming what to change.
+# (sharded over the ranks, or on every rank), rotary embeddings, QK-norm, ReLU^2 and the WSD
+# schedule on 2 real processes print the training losses one process prints (to the 4 decimals
+# shown); a checkpoint saved on 2 ranks resumes on one process with that process's losses;
+# --time_budget ends with the whole-split validation loss naming the seed and the budget;
+# --print_config prints the preset as JSON; --optimizer muon under a sharded strategy and a
+# resume with other architecture flags are refused with exit status 2, naming what to change.
 # Usage: train_gpt_contest_test.sh RINGGRAD_RUN TRAIN_GPT
 set -eu
 run=$1 train=$2
@@ -16,6 +16,8 @@ flags="--optimizer muon --muon_lr 0.02 --rotary true --qk_norm true --relu_squar
 "$train" $base $flags --max_iters 21 | losses > "$dir/one.txt"
 "$run" --nproc-per-node 2 "$train" $base $flags --max_iters 21 | losses > "$dir/two.txt"
 same_losses "one process" "$dir/one.txt" "2 ranks (ddp, Muon sharded)" "$dir/two.txt"
+"$run" --nproc-per-node 2 "$train" $base $flags --max_iters 21 --muon_sharded false | losses > "$dir/every.txt"
+same_losses "one process" "$dir/one.txt" "2 ranks (ddp, every rank orthogonalising every matrix)" "$dir/every.txt"
 # Saved on 2 ranks after iteration 10, resumed on one process: that process's losses from there.
 "$run" --nproc-per-node 2 "$train" $base $flags --max_iters 11 --out "$dir/ckpt.safetensors" > /dev/null
 "$train" $base $flags --max_iters 21 --resume "$dir/ckpt.safetensors" | losses > "$dir/resumed.txt"
