@@ -6,6 +6,7 @@
 
 #include <stdexcept>
 
+#include "tensor/cpu_clones.h"
 #include "tensor/cuda_kernels.h"
 #include "tensor/gemm.h"
 #include "tensor/view.h"
@@ -22,15 +23,20 @@ void check_devices(const char* op, const Tensor& a, const Tensor& b, const Tenso
 #endif
 }
 
+// db [cols] += the column sums of g [rows, cols], row after row (every column summed top to
+// bottom; the inner loop runs along a row, so it is a vector loop).
+template <typename T>
+RINGGRAD_CPU_CLONES void add_column_sums_rows(const T* g, T* db, std::int64_t rows, std::int64_t cols) {
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t j = 0; j < cols; ++j) db[j] += g[r * cols + j];
+  }
+}
+
 // db [out] += the column sums of dy [rows, out] (on a GPU: linear.cu).
 template <typename T>
 void add_column_sums(const Tensor& dy, std::int64_t rows, std::int64_t out_features, const Tensor& db) {
   RINGGRAD_ON_CUDA(dy, cuda::linear_bias_backward(dy, rows, out_features, db));
-  const T* g = dy.data<T>();
-  T* pdb = db.data<T>();
-  for (std::int64_t r = 0; r < rows; ++r) {
-    for (std::int64_t j = 0; j < out_features; ++j) pdb[j] += g[r * out_features + j];
-  }
+  add_column_sums_rows(dy.data<T>(), db.data<T>(), rows, out_features);
 }
 
 }  // namespace
