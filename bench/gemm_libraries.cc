@@ -1,14 +1,16 @@
 // gemm_libraries: the CPU GEMM libraries Debian packages, timed on the GEMMs of one GPT training
 // step (forward and backward of every Linear, and attention's per-head products), so the
 // library ringgrad calls is chosen by measurement rather than by reputation. Each library is
-// loaded with dlopen, so a missing one is a skipped column, not a build error:
+// loaded with dlopen, so a missing one is a skipped column (named, with its Debian package),
+// not a build error:
 //   OpenBLAS  the call ringgrad's ops make (tensor/gemm_blas.cc; kernels by CPU model, named by
 //             OPENBLAS_CORETYPE, SkylakeX by default where AVX-512 is: tensor/openblas.h)
 //   oneDNN    dnnl_sgemm (libdnnl2; JIT kernels chosen by the CPU's instruction sets, capped by
 //             DNNL_MAX_CPU_ISA, e.g. AVX2)
 //   BLIS      its cblas_sgemm (libblis4; kernels by CPU model)
 // Single-threaded (one thread per rank is how the examples run). Rounds interleave the
-// libraries; each cell is the median over rounds of the milliseconds one step spends on that
+// libraries, after each library's C was checked against the reference kernel for every
+// shape; each cell is the median over rounds of the milliseconds one step spends on that
 // GEMM shape (its call count included), with GFLOP/s = 2 M N K calls / time.
 //
 //   gemm_libraries [--batch 12] [--block_size 64] [--n_embd 128] [--n_head 4] [--n_layer 4]
@@ -20,6 +22,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <chrono>
+#include <cmath>
 #include <functional>
 #include <random>
 #include <string>
@@ -102,20 +105,44 @@ std::vector<Library> load_libraries() {
                       ringgrad::kernels::gemm_blas(GemmArgs<float>{s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a, s.lda, b,
                                                                    s.ldb, s.beta, c, s.ldc});
                     }});
+  } else {
+    fmt::print("# OpenBLAS: not loaded (apt install libopenblas0)\n");
   }
   if (auto sgemm = load<DnnlSgemm>("libdnnl.so.2", "dnnl_sgemm")) {
     libs.push_back({"oneDNN", [sgemm](const Shape& s, const float* a, const float* b, float* c) {
                       sgemm(s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.m, s.n, s.k, 1.0f, a, s.lda, b, s.ldb, s.beta, c,
                             s.ldc);
                     }});
+  } else {
+    fmt::print("# oneDNN: libdnnl.so.2 not loaded (apt install libdnnl2)\n");
   }
   if (auto sgemm = load<CblasSgemm>("libblis.so.4", "cblas_sgemm")) {
     libs.push_back({"BLIS", [sgemm](const Shape& s, const float* a, const float* b, float* c) {
                       sgemm(101, s.trans_a ? 112 : 111, s.trans_b ? 112 : 111, i32(s.m), i32(s.n), i32(s.k), 1.0f, a,
                             i32(s.lda), b, i32(s.ldb), s.beta, c, i32(s.ldc));
                     }});
+  } else {
+    fmt::print("# BLIS: libblis.so.4 not loaded (apt install libblis4)\n");
   }
   return libs;
+}
+
+// Largest |difference| between `gemm`'s C and the reference kernel's for shape `s` (both from
+// C = 0), relative to K: a library called with the wrong layout shows here, not as a fast time.
+double error_against_reference(const Gemm& gemm, const Shape& s, const std::vector<float>& a,
+                               const std::vector<float>& b) {
+  std::vector<float> got(static_cast<std::size_t>(s.m * s.ldc)), want(got.size());
+  gemm(s, a.data(), b.data(), got.data());
+  ringgrad::kernels::gemm_reference(ringgrad::kernels::GemmArgs<float>{
+      s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a.data(), s.lda, b.data(), s.ldb, s.beta, want.data(), s.ldc});
+  double worst = 0;
+  for (std::int64_t i = 0; i < s.m; ++i) {
+    for (std::int64_t j = 0; j < s.n; ++j) {
+      const std::size_t at = static_cast<std::size_t>(i * s.ldc + j);
+      worst = std::max(worst, static_cast<double>(std::abs(got[at] - want[at])));
+    }
+  }
+  return worst / static_cast<double>(s.k);
 }
 
 // Seconds one step spends on `s`: its calls repeated until `min_seconds` have passed.
@@ -175,6 +202,15 @@ int main(int argc, char** argv) {
   std::vector<float> a(static_cast<std::size_t>(largest)), b(a.size()), c(a.size());
   for (auto* v : {&a, &b}) std::generate(v->begin(), v->end(), [&] { return uniform(gen); });
 
+  for (const Library& lib : libs) {
+    for (const Shape& s : shapes) {
+      if (const double err = error_against_reference(lib.run, s, a, b); err > 1e-6) {
+        fmt::print(stderr, "gemm_libraries: {} disagrees with the reference kernel on {} ({:g} per unit of K)\n",
+                   lib.name, s.what, err);
+        return 1;
+      }
+    }
+  }
   std::vector<std::vector<std::vector<double>>> seconds(libs.size(), std::vector<std::vector<double>>(shapes.size()));
   for (int r = 0; r < rounds; ++r) {
     for (std::size_t l = 0; l < libs.size(); ++l) {
