@@ -9,11 +9,24 @@
 #include <type_traits>
 
 #include "nn/optim_kernels.h"
+#include "tensor/cpu_clones.h"
 #include "tensor/elementwise.h"
 #include "tensor/reduce.h"
 #include "tensor/view.h"
 
 namespace ringgrad::nn {
+
+// Built for AVX2 and the baseline: on the baby GPT's 0.81 M float parameters the loop took
+// 0.54-0.63 ms as the baseline, 0.27-0.29 with AVX2 and 0.24-0.29 with AVX-512 (an AVX-512
+// EPYC; past AVX2 it waits on memory), and the optimizer row of a step fell 0.92 -> 0.67 ms.
+template <typename T>
+RINGGRAD_CPU_CLONES void adam_update(T* p, const T* g, T* m, T* v, std::int64_t n, const AdamStep& s) {
+  const AdamCoefficients<T> c(s);
+  for (std::int64_t i = 0; i < n; ++i) adam_step(p[i], g[i], m[i], v[i], c);
+}
+template void adam_update(float*, const float*, float*, float*, std::int64_t, const AdamStep&);
+template void adam_update(double*, const double*, double*, double*, std::int64_t, const AdamStep&);
+
 namespace {
 
 // The parameter's gradient, contiguous and on the parameter's device.

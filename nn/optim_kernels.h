@@ -6,7 +6,6 @@
 #include <cmath>
 #include <cstdint>
 
-#include "tensor/cpu_clones.h"
 #include "tensor/host_device.h"
 
 namespace ringgrad::nn {
@@ -62,13 +61,10 @@ SgdCoefficients<T> sgd_coefficients(double lr, double momentum, double weight_de
 }
 
 /// Adam/AdamW update of p[0..n) given gradient g, moments m and v (updated in place); CPU memory.
-/// Built for AVX-512, AVX2 and the baseline (tensor/cpu_clones.h; a square root and a division
-/// per element, which wide vectors speed most), all computing the same bits.
+/// T is float or double. Defined in optim.cc, built there for AVX2 and the baseline
+/// (tensor/cpu_clones.h) under nn/'s -ffp-contract=off, so both clones compute the same bits.
 template <typename T>
-RINGGRAD_CPU_CLONES_AVX512 void adam_update(T* p, const T* g, T* m, T* v, std::int64_t n, const AdamStep& s) {
-  const AdamCoefficients<T> c(s);
-  for (std::int64_t i = 0; i < n; ++i) adam_step(p[i], g[i], m[i], v[i], c);
-}
+void adam_update(T* p, const T* g, T* m, T* v, std::int64_t n, const AdamStep& s);
 
 /// SGD update with momentum buffer `buf` (ignored when momentum is 0) and L2 weight decay; CPU memory.
 template <typename T>
