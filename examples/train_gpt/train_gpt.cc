@@ -234,7 +234,9 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
             ds.size(Split::Val));
   acc.print("strategy {}: {}; on {} with {} matmuls; {}, {} schedule\n", dp->name(),
             acc.batch_split(cfg.batch_size, dist.accumulation), device.str(), matmul_precision_name(matmul_precision()),
-            muon ? fmt::format("Muon (lr {}) on the blocks' matrices, AdamW (lr {}) on the rest", cfg.muon_lr, cfg.lr)
+            muon ? fmt::format("Muon (lr {}, {}) on the blocks' matrices, AdamW (lr {}) on the rest", cfg.muon_lr,
+                               dist.muon_sharded ? "sharded over the ranks" : "every rank orthogonalising every matrix",
+                               cfg.lr)
                  : fmt::format("AdamW (lr {})", cfg.lr),
             cfg.lr_schedule);
   auto save = [&](std::int64_t iter) {
@@ -471,6 +473,10 @@ int main(int argc, char** argv) {
   if (cfg.optimizer == "muon" && dist.strategy != "ddp" && dist.strategy != "ddp-naive") {
     fmt::print(stderr, "train_gpt: --optimizer muon orthogonalises whole gradient matrices: it needs --strategy ddp or "
                        "ddp-naive (--strategy {} holds each rank's flat shard)\n", dist.strategy);
+    return 2;
+  }
+  if (app.count("--muon_sharded") > 0 && cfg.optimizer != "muon") {
+    fmt::print(stderr, "train_gpt: --muon_sharded splits Muon's work: it needs --optimizer muon\n");
     return 2;
   }
   if (mp.pp == 1 && (app.count("--micro_batches") > 0 || app.count("--pp_schedule") > 0)) {

@@ -4,8 +4,9 @@
 # schedule on 2 real processes print the training losses one process prints (to the 4 decimals
 # shown); a checkpoint saved on 2 ranks resumes on one process with that process's losses;
 # --time_budget ends with the whole-split validation loss naming the seed and the budget;
-# --print_config prints the preset as JSON; --optimizer muon under a sharded strategy and a
-# resume with other architecture flags are refused with exit status 2, naming what to change.
+# --print_config prints the preset as JSON; --optimizer muon under a sharded strategy,
+# --muon_sharded without Muon and a resume with other architecture flags are refused with exit
+# status 2, naming what to change.
 # Usage: train_gpt_contest_test.sh RINGGRAD_RUN TRAIN_GPT
 set -eu
 run=$1 train=$2
@@ -16,7 +17,9 @@ flags="--optimizer muon --muon_lr 0.02 --rotary true --qk_norm true --relu_squar
 "$train" $base $flags --max_iters 21 | losses > "$dir/one.txt"
 "$run" --nproc-per-node 2 "$train" $base $flags --max_iters 21 | losses > "$dir/two.txt"
 same_losses "one process" "$dir/one.txt" "2 ranks (ddp, Muon sharded)" "$dir/two.txt"
-"$run" --nproc-per-node 2 "$train" $base $flags --max_iters 21 --muon_sharded false | losses > "$dir/every.txt"
+"$run" --nproc-per-node 2 "$train" $base $flags --max_iters 21 --muon_sharded false > "$dir/every.log"
+grep -q "every rank orthogonalising every matrix" "$dir/every.log"
+losses < "$dir/every.log" > "$dir/every.txt"
 same_losses "one process" "$dir/one.txt" "2 ranks (ddp, every rank orthogonalising every matrix)" "$dir/every.txt"
 # Saved on 2 ranks after iteration 10, resumed on one process: that process's losses from there.
 "$run" --nproc-per-node 2 "$train" $base $flags --max_iters 11 --out "$dir/ckpt.safetensors" > /dev/null
@@ -43,5 +46,10 @@ grep -q '"rotary":true' "$dir/config.json"
 status=0
 "$train" $base --optimizer muon --strategy zero1 > "$dir/zero.txt" 2>&1 || status=$?
 grep -q "optimizer muon orthogonalises whole gradient matrices: it needs --strategy ddp or ddp-naive" "$dir/zero.txt"
+test $status -eq 2
+# --muon_sharded without Muon: refused by name.
+status=0
+"$train" $base --muon_sharded false > "$dir/sharded.txt" 2>&1 || status=$?
+grep -q "muon_sharded splits Muon's work: it needs --optimizer muon" "$dir/sharded.txt"
 test $status -eq 2
 echo "passed"
