@@ -11,7 +11,9 @@
 // Single-threaded (one thread per rank is how the examples run). Rounds interleave the
 // libraries, after each library's C was checked against the reference kernel for every
 // shape; each cell is the median over rounds of the milliseconds one step spends on that
-// GEMM shape (its call count included), with GFLOP/s = 2 M N K calls / time.
+// GEMM shape (its call count included), with GFLOP/s = 2 M N K calls / time. The operands are
+// the same buffers call after call, so warm in cache: a step walking across layers and heads
+// reads colder ones, so these times are a floor.
 //
 //   gemm_libraries [--batch 12] [--block_size 64] [--n_embd 128] [--n_head 4] [--n_layer 4]
 //                  [--vocab 65] [--rounds 5] [--min-seconds 0.05]
@@ -20,11 +22,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <functional>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -34,10 +37,10 @@
 namespace {
 
 // One row-major GEMM shape of the step, C = op(A) op(B), called `calls` times per step.
-struct Shape {
+struct GemmShape {
   bool trans_a, trans_b;
   std::int64_t m, n, k, lda, ldb, ldc;
-  float beta;
+  float alpha, beta;
   std::int64_t calls;
   std::string what;
 };
@@ -50,9 +53,9 @@ struct Model {
 // tensor/attention.cc): per Linear y = x W^T (+ b), dx = dy W, dW = dy^T x; per head and
 // sequence S = Q K^T, Y = P V and their four backward products, on q, k, v strided in one
 // [T, 3C] qkv row.
-std::vector<Shape> step_shapes(const Model& g) {
+std::vector<GemmShape> step_shapes(const Model& g) {
   const std::int64_t rows = g.batch * g.block_size, c = g.n_embd, t = g.block_size, hs = c / g.n_head;
-  std::vector<Shape> shapes;
+  std::vector<GemmShape> shapes;
   struct Linear {
     std::int64_t in, out, calls;
     const char* name;
@@ -60,21 +63,22 @@ std::vector<Shape> step_shapes(const Model& g) {
   for (const Linear& l : {Linear{c, 3 * c, g.n_layer, "c_attn"}, Linear{c, c, g.n_layer, "attn.c_proj"},
                           Linear{c, 4 * c, g.n_layer, "mlp.c_fc"}, Linear{4 * c, c, g.n_layer, "mlp.c_proj"},
                           Linear{c, g.vocab, 1, "lm_head"}}) {
-    shapes.push_back({false, true, rows, l.out, l.in, l.in, l.in, l.out, 1, l.calls, fmt::format("{} y", l.name)});
-    shapes.push_back({false, false, rows, l.in, l.out, l.out, l.in, l.in, 0, l.calls, fmt::format("{} dx", l.name)});
-    shapes.push_back({true, false, l.out, l.in, rows, l.out, l.in, l.in, 0, l.calls, fmt::format("{} dW", l.name)});
+    shapes.push_back({false, true, rows, l.out, l.in, l.in, l.in, l.out, 1, 1, l.calls, fmt::format("{} y", l.name)});
+    shapes.push_back({false, false, rows, l.in, l.out, l.out, l.in, l.in, 1, 0, l.calls, fmt::format("{} dx", l.name)});
+    shapes.push_back({true, false, l.out, l.in, rows, l.out, l.in, l.in, 1, 0, l.calls, fmt::format("{} dW", l.name)});
   }
   const std::int64_t heads = g.batch * g.n_head * g.n_layer, qkv = 3 * c;
-  shapes.push_back({false, true, t, t, hs, qkv, qkv, t, 0, heads, "S = Q K^T"});
-  shapes.push_back({false, false, t, hs, t, t, qkv, c, 0, heads, "Y = P V"});
-  shapes.push_back({true, false, t, hs, t, t, c, qkv, 0, heads, "dV = P^T dY"});
-  shapes.push_back({false, true, t, t, hs, c, qkv, t, 0, heads, "dP = dY V^T"});
-  shapes.push_back({false, false, t, hs, t, t, qkv, qkv, 0, heads, "dQ = dS K"});
-  shapes.push_back({true, false, t, hs, t, t, qkv, qkv, 0, heads, "dK = dS^T Q"});
+  const float scale = 1.0f / std::sqrt(static_cast<float>(hs));  // attention's 1 / sqrt(head size)
+  shapes.push_back({false, true, t, t, hs, qkv, qkv, t, scale, 0, heads, "S = Q K^T"});
+  shapes.push_back({false, false, t, hs, t, t, qkv, c, 1, 0, heads, "Y = P V"});
+  shapes.push_back({true, false, t, hs, t, t, c, qkv, 1, 0, heads, "dV = P^T dY"});
+  shapes.push_back({false, true, t, t, hs, c, qkv, t, 1, 0, heads, "dP = dY V^T"});
+  shapes.push_back({false, false, t, hs, t, t, qkv, qkv, scale, 0, heads, "dQ = dS K"});
+  shapes.push_back({true, false, t, hs, t, t, qkv, qkv, scale, 0, heads, "dK = dS^T Q"});
   return shapes;
 }
 
-using Gemm = std::function<void(const Shape&, const float* a, const float* b, float* c)>;
+using Gemm = std::function<void(const GemmShape&, const float* a, const float* b, float* c)>;
 struct Library {
   std::string name;
   Gemm run;
@@ -101,24 +105,26 @@ std::vector<Library> load_libraries() {
   std::vector<Library> libs;
   if (ringgrad::kernels::has_blas()) {  // exactly the call ringgrad's ops make (tensor/gemm_blas.cc)
     libs.push_back({fmt::format("OpenBLAS {}", ringgrad::kernels::blas_core_name()),
-                    [](const Shape& s, const float* a, const float* b, float* c) {
-                      ringgrad::kernels::gemm_blas(GemmArgs<float>{s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a, s.lda, b,
+                    [](const GemmShape& s, const float* a, const float* b, float* c) {
+                      ringgrad::kernels::gemm_blas(GemmArgs<float>{s.trans_a, s.trans_b, s.m, s.n, s.k, s.alpha, a, s.lda, b,
                                                                    s.ldb, s.beta, c, s.ldc});
                     }});
   } else {
-    fmt::print("# OpenBLAS: not loaded (apt install libopenblas0)\n");
+    fmt::print("# OpenBLAS: not loaded (ringgrad was built without it, or libopenblas0 is missing)\n");
   }
   if (auto sgemm = load<DnnlSgemm>("libdnnl.so.2", "dnnl_sgemm")) {
-    libs.push_back({"oneDNN", [sgemm](const Shape& s, const float* a, const float* b, float* c) {
-                      sgemm(s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.m, s.n, s.k, 1.0f, a, s.lda, b, s.ldb, s.beta, c,
-                            s.ldc);
+    libs.push_back({"oneDNN", [sgemm](const GemmShape& s, const float* a, const float* b, float* c) {
+                      if (sgemm(s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.m, s.n, s.k, s.alpha, a, s.lda, b, s.ldb,
+                                s.beta, c, s.ldc) != 0) {
+                        throw std::runtime_error("dnnl_sgemm failed on " + s.what);
+                      }
                     }});
   } else {
     fmt::print("# oneDNN: libdnnl.so.2 not loaded (apt install libdnnl2)\n");
   }
   if (auto sgemm = load<CblasSgemm>("libblis.so.4", "cblas_sgemm")) {
-    libs.push_back({"BLIS", [sgemm](const Shape& s, const float* a, const float* b, float* c) {
-                      sgemm(101, s.trans_a ? 112 : 111, s.trans_b ? 112 : 111, i32(s.m), i32(s.n), i32(s.k), 1.0f, a,
+    libs.push_back({"BLIS", [sgemm](const GemmShape& s, const float* a, const float* b, float* c) {
+                      sgemm(101, s.trans_a ? 112 : 111, s.trans_b ? 112 : 111, i32(s.m), i32(s.n), i32(s.k), s.alpha, a,
                             i32(s.lda), b, i32(s.ldb), s.beta, c, i32(s.ldc));
                     }});
   } else {
@@ -127,14 +133,15 @@ std::vector<Library> load_libraries() {
   return libs;
 }
 
-// Largest |difference| between `gemm`'s C and the reference kernel's for shape `s` (both from
-// C = 0), relative to K: a library called with the wrong layout shows here, not as a fast time.
-double error_against_reference(const Gemm& gemm, const Shape& s, const std::vector<float>& a,
-                               const std::vector<float>& b) {
-  std::vector<float> got(static_cast<std::size_t>(s.m * s.ldc)), want(got.size());
+// Largest |difference| between `gemm`'s C and the reference kernel's for shape `s`, both from
+// the same C (taken from `start`, so beta = 1 is checked too), relative to K: a library called
+// with the wrong layout shows here, not as a fast time.
+double error_against_reference(const Gemm& gemm, const GemmShape& s, const std::vector<float>& a,
+                               const std::vector<float>& b, const std::vector<float>& start) {
+  std::vector<float> got(start.begin(), start.begin() + s.m * s.ldc), want = got;
   gemm(s, a.data(), b.data(), got.data());
   ringgrad::kernels::gemm_reference(ringgrad::kernels::GemmArgs<float>{
-      s.trans_a, s.trans_b, s.m, s.n, s.k, 1.0f, a.data(), s.lda, b.data(), s.ldb, s.beta, want.data(), s.ldc});
+      s.trans_a, s.trans_b, s.m, s.n, s.k, s.alpha, a.data(), s.lda, b.data(), s.ldb, s.beta, want.data(), s.ldc});
   double worst = 0;
   for (std::int64_t i = 0; i < s.m; ++i) {
     for (std::int64_t j = 0; j < s.n; ++j) {
@@ -146,7 +153,7 @@ double error_against_reference(const Gemm& gemm, const Shape& s, const std::vect
 }
 
 // Seconds one step spends on `s`: its calls repeated until `min_seconds` have passed.
-double seconds_per_step(const Gemm& gemm, const Shape& s, const std::vector<float>& a, const std::vector<float>& b,
+double seconds_per_step(const Gemm& gemm, const GemmShape& s, const std::vector<float>& a, const std::vector<float>& b,
                         std::vector<float>& c, double min_seconds) {
   gemm(s, a.data(), b.data(), c.data());  // warm-up: caches, JIT, the library's buffers
   int reps = 0;
@@ -187,24 +194,24 @@ int main(int argc, char** argv) {
   }
   // One thread each: OpenBLAS by its call; oneDNN (OpenMP) and BLIS read theirs from the
   // environment as they load, unless the user set them.
-  ringgrad::set_num_threads(1);
-  setenv("OMP_NUM_THREADS", "1", 0);
+  setenv("OMP_NUM_THREADS", "1", 0);  // before any library loads (an OpenMP OpenBLAS would read it)
   setenv("BLIS_NUM_THREADS", "1", 0);
-  const std::vector<Shape> shapes = step_shapes(model);
+  ringgrad::set_num_threads(1);
+  const std::vector<GemmShape> shapes = step_shapes(model);
   const std::vector<Library> libs = load_libraries();
   std::int64_t largest = 0;
-  for (const Shape& s : shapes) {
+  for (const GemmShape& s : shapes) {
     largest = std::max({largest, ringgrad::kernels::operand_span(s.trans_a ? s.k : s.m, s.trans_a ? s.m : s.k, s.lda),
                         ringgrad::kernels::operand_span(s.trans_b ? s.n : s.k, s.trans_b ? s.k : s.n, s.ldb), s.m * s.ldc});
   }
   std::mt19937 gen(1);
   std::uniform_real_distribution<float> uniform(-1, 1);
   std::vector<float> a(static_cast<std::size_t>(largest)), b(a.size()), c(a.size());
-  for (auto* v : {&a, &b}) std::generate(v->begin(), v->end(), [&] { return uniform(gen); });
+  for (auto* v : {&a, &b, &c}) std::generate(v->begin(), v->end(), [&] { return uniform(gen); });
 
   for (const Library& lib : libs) {
-    for (const Shape& s : shapes) {
-      if (const double err = error_against_reference(lib.run, s, a, b); err > 1e-6) {
+    for (const GemmShape& s : shapes) {
+      if (const double err = error_against_reference(lib.run, s, a, b, c); err > 1e-6) {
         fmt::print(stderr, "gemm_libraries: {} disagrees with the reference kernel on {} ({:g} per unit of K)\n",
                    lib.name, s.what, err);
         return 1;
@@ -225,7 +232,7 @@ int main(int argc, char** argv) {
   fmt::print("\n");
   std::vector<double> total(libs.size());
   for (std::size_t i = 0; i < shapes.size(); ++i) {
-    const Shape& s = shapes[i];
+    const GemmShape& s = shapes[i];
     fmt::print("{:<18} {}{} {:>5} {:>5} {:>5} {:>5}", s.what, s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.m, s.n, s.k, s.calls);
     for (std::size_t l = 0; l < libs.size(); ++l) {
       const double t = median(seconds[l][i]);
@@ -234,7 +241,7 @@ int main(int argc, char** argv) {
     }
     fmt::print("\n");
   }
-  fmt::print("{:<43}", "the step's GEMMs (ms)");
+  fmt::print("{:<45}", "the step's GEMMs (ms)");
   for (const double t : total) fmt::print(" {:>20.2f}", t * 1e3);
   fmt::print("\n");
 }

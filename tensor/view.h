@@ -33,7 +33,8 @@ Tensor contiguous(const Tensor& t);
 Tensor clone(const Tensor& t);
 /// A contiguous copy converted to `dtype`.
 Tensor to_dtype(const Tensor& t, DType dtype);
-/// Writes `src` (broadcast to dst's shape, converted to dst's dtype) into `dst` in place.
+/// Writes `src` (broadcast to dst's shape, converted to dst's dtype) into `dst` in place. The
+/// two must not overlap in memory (as in torch's copy_, the result would depend on the layout).
 void copy_(const Tensor& dst, const Tensor& src);
 
 }  // namespace ringgrad::kernels
