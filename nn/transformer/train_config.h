@@ -47,9 +47,9 @@ struct TrainConfig {
 /// lm_head tied to wte as nanoGPT builds it: 10.75M parameters (10.65M without wpe, the count
 /// nanoGPT prints).
 /// "speedrun": the fixed-time contest's recipe (docs/speedrun.md), the baby shape with rotary
-/// embeddings (no wpe), Muon on the blocks' matrices beside AdamW, and a global batch of 96;
-/// every choice measured within 300 s on 2 ranks, the rest (cosine, GELU, no QK-norm) kept
-/// because its alternative did not pay there.
+/// embeddings (no wpe), Muon on the blocks' matrices beside AdamW, and a global batch of 48;
+/// every choice measured within 300 s on 2 ranks over 3 seeds, the rest (cosine, GELU, no
+/// QK-norm, 4 layers) kept because its alternative did not pay there or was not combined.
 /// "tiny": a seconds-long smoke run (2 layers, C 32, T 32, 200 iters).
 /// Throws std::invalid_argument naming the known presets for any other name.
 TrainConfig train_preset(const std::string& name);
