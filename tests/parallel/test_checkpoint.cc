@@ -80,10 +80,12 @@ using MakeOptimizer = std::function<std::unique_ptr<Optimizer>(std::vector<Param
 // 2 ranks train 3 steps under `strategy` and save; the 4th step's loss is the target. Then a
 // differently seeded model on 1 and on 2 ranks loads the checkpoint and must take that step.
 // With `one_process_too`, a single process's own 4th step (no checkpoint) must give it as well.
-void save_and_resume(const std::string& strategy, const Groups& groups, const MakeOptimizer& make_optimizer,
-                     bool one_process_too) {
-  const std::string ckpt = temp("ringgrad_ckpt_" + strategy + ".safetensors").string();
-  const std::string expected_file = temp("ringgrad_ckpt_" + strategy + ".loss").string();
+// `optimizer` names the files too: test cases run as concurrent processes under ctest -j.
+void save_and_resume(const std::string& optimizer, const std::string& strategy, const Groups& groups,
+                     const MakeOptimizer& make_optimizer, bool one_process_too) {
+  const std::string stem = "ringgrad_ckpt_" + optimizer + "_" + strategy;
+  const std::string ckpt = temp(stem + ".safetensors").string();
+  const std::string expected_file = temp(stem + ".loss").string();
   auto wrap = [&](std::shared_ptr<Sequential> model, collectives::Communicator& comm) {
     return make_data_parallel(strategy, model, comm, groups(*model),
                               [&](std::vector<ParamGroup> g) { return make_optimizer(std::move(g), comm); });
@@ -135,7 +137,7 @@ void save_and_resume(const std::string& strategy, const Groups& groups, const Ma
 
 TEST_CASE("a checkpoint saved on 2 ranks resumes on 1 and on 2 ranks with the same next loss") {
   for (std::string strategy : {"ddp", "zero2", "fsdp"})
-    save_and_resume(strategy, [](Sequential& m) { return std::vector<ParamGroup>{{m.parameters()}}; },
+    save_and_resume("adamw", strategy, [](Sequential& m) { return std::vector<ParamGroup>{{m.parameters()}}; },
                     [](std::vector<ParamGroup> g, collectives::Communicator&) { return adamw(std::move(g)); }, false);
 }
 
@@ -150,5 +152,5 @@ TEST_CASE("Muon on the matrices beside AdamW on the biases, sharded over the ran
   const MakeOptimizer muon_adamw = [](std::vector<ParamGroup> groups, collectives::Communicator& comm) -> std::unique_ptr<Optimizer> {
     return std::make_unique<MuonWithAdamW>(std::move(groups), 1, shard_over(MuonOptions{0.05}, comm), AdamOptions{0.01});
   };
-  for (std::string strategy : {"ddp", "ddp-naive"}) save_and_resume(strategy, split, muon_adamw, true);
+  for (std::string strategy : {"ddp", "ddp-naive"}) save_and_resume("muon", strategy, split, muon_adamw, true);
 }
