@@ -1,46 +1,35 @@
 // Caching allocator for tensor memory on GPUs. cudaMalloc and cudaFree are slow (cudaFree waits
-// for the whole device), and a training step allocates the same sizes every iteration, so a
-// freed block is kept in a free list of its size and handed to the next request of that size.
-// Sizes are rounded up (512 B below 1 MiB, 2 MiB above) so that near sizes share blocks. Reuse
-// needs no events because all tensor kernels of a device run on one stream (cuda_common.h).
-// Memory is plain cudaMalloc, never managed memory.
+// for the whole device), and a training step allocates the same sizes every iteration, so freed
+// blocks stay in a block cache (block_cache.h) for the next request of their size. Reuse needs
+// no events because all tensor kernels of a device run on one stream (cuda_common.h). Memory is
+// plain cudaMalloc, never managed memory.
 #include <fmt/format.h>
 
 #include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
-#include <unordered_map>
-#include <vector>
 
+#include "tensor/block_cache.h"
 #include "tensor/cuda_common.h"
 #include "tensor/cuda_runtime.h"
 
 namespace ringgrad::cuda {
 namespace {
 
-std::size_t round_size(std::size_t nbytes) {
-  constexpr std::size_t kSmall = 512, kLarge = 2 << 20, kLargeFrom = 1 << 20;
-  const std::size_t unit = nbytes < kLargeFrom ? kSmall : kLarge;
-  return std::max<std::size_t>(1, (nbytes + unit - 1) / unit) * unit;
-}
-
 struct DevicePool {
-  std::unordered_map<std::size_t, std::vector<void*>> free_blocks;  // rounded size -> blocks
+  BlockCache blocks;
   MemoryStats stats;
 };
 
 class CachingAllocator {
  public:
   void* allocate(std::size_t nbytes, int device) {
-    const std::size_t size = round_size(nbytes);
+    const std::size_t size = BlockCache::round(nbytes);
     std::lock_guard lock(mutex_);
     DevicePool& pool = pools_[device];
-    void* ptr = nullptr;
-    if (auto& blocks = pool.free_blocks[size]; !blocks.empty()) {
-      ptr = blocks.back();
-      blocks.pop_back();
-    } else {
+    void* ptr = pool.blocks.take(size);
+    if (ptr == nullptr) {
       DeviceGuard guard(device);
       if (cudaMalloc(&ptr, size) != cudaSuccess) {
         cudaGetLastError();
@@ -60,10 +49,10 @@ class CachingAllocator {
   }
 
   void deallocate(void* ptr, std::size_t nbytes, int device) {
-    const std::size_t size = round_size(nbytes);
+    const std::size_t size = BlockCache::round(nbytes);
     std::lock_guard lock(mutex_);
     DevicePool& pool = pools_[device];
-    pool.free_blocks[size].push_back(ptr);
+    pool.blocks.give(ptr, size);
     pool.stats.allocated -= size;
   }
 
@@ -74,11 +63,8 @@ class CachingAllocator {
 
  private:
   static void release_cached(DevicePool& pool) {
-    for (auto& [size, blocks] : pool.free_blocks) {
-      for (void* p : blocks) cudaFree(p);
-      pool.stats.reserved -= size * blocks.size();
-      blocks.clear();
-    }
+    pool.stats.reserved -= pool.blocks.cached();
+    pool.blocks.release_all([](void* block, std::size_t) { cudaFree(block); });
   }
 
   std::mutex mutex_;

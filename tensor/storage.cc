@@ -1,5 +1,5 @@
-// Storage's memory: 64-byte aligned host blocks from a heap told to keep freed memory (why, and
-// the price, below), device blocks from the CUDA caching allocator, and copies between them.
+// Storage's memory: 64-byte aligned host blocks and device blocks, each from a caching
+// allocator (why, and the price, below), and copies between them.
 #include "tensor/storage.h"
 
 #include <algorithm>
@@ -8,10 +8,7 @@
 #include <mutex>
 #include <new>
 
-#if defined(__GLIBC__)
-#include <malloc.h>
-#endif
-
+#include "tensor/block_cache.h"
 #include "tensor/cuda_runtime.h"
 
 namespace ringgrad {
@@ -19,37 +16,59 @@ namespace ringgrad {
 // 64 bytes: a cache line, and enough for any SIMD load the compiler or BLAS may use.
 constexpr std::size_t kAlignment = 64;
 
-// A training step frees its activations and allocates the same sizes again in the next step.
-// By default glibc gives every block over its mmap threshold (128 KiB at first, adapting up to
-// 32 MiB) back to the kernel on free, and trims free memory at the top of the heap, so each step
-// faults its pages in again and the kernel zeroes every one: about 1,000 faults per baby-GPT step,
-// 1.3 ms of system time in a 40 ms step on the 2-core VM of docs/distributed.md. Fixing both
-// thresholds (which also stops glibc adapting them) keeps freed blocks in the heap for the next
-// step, as the caching allocator does for GPUs. DDP on 2 ranks, whose every step waits for the
-// slower rank's faults, ran 9% faster. The price: memory a program frees stays with the process
-// (a training loop's peak is reached every step anyway). Blocks over 32 MiB are still returned.
-// Settings of one's own (GLIBC_TUNABLES=glibc.malloc....) are left alone.
-static void keep_freed_memory() {
-#if defined(__GLIBC__)
-  static std::once_flag once;
-  std::call_once(once, [] {
-    const char* tunables = std::getenv("GLIBC_TUNABLES");
-    if (tunables != nullptr && std::strstr(tunables, "glibc.malloc.") != nullptr) return;
-    mallopt(M_MMAP_THRESHOLD, 32 << 20);  // the largest glibc accepts on 64-bit machines
-    mallopt(M_TRIM_THRESHOLD, 512 << 20);
-  });
-#endif
+// Host memory: a block cache (block_cache.h) in front of aligned_alloc, as the GPU has one in
+// front of cudaMalloc. A training step frees its activations and allocates the same sizes in
+// the next step. glibc at its defaults returned every block over its mmap threshold to the
+// kernel and faulted it in again, about 1,000 page faults a baby-GPT step (docs/distributed.md);
+// told to keep them, it still searched its bins on every call. From the cache a request takes
+// the block of its size freed last, mapped and likely still in cache. The price: memory a
+// program frees stays with the process (a training loop reaches its peak every step anyway);
+// it goes back only when an allocation fails.
+namespace {
+
+struct HostHeap {
+  std::mutex mutex;
+  BlockCache blocks;
+};
+
+// Never destroyed: tensors freed during static destruction still return their blocks here.
+HostHeap& host_heap() {
+  static auto* heap = new HostHeap();
+  return *heap;
 }
+
+void* host_allocate(std::size_t size) {
+  HostHeap& heap = host_heap();
+  {
+    std::lock_guard lock(heap.mutex);
+    if (void* block = heap.blocks.take(size)) return block;
+  }
+  void* block = std::aligned_alloc(kAlignment, size);
+  if (block == nullptr) {  // the cache may hold what this request needs, in other sizes
+    {
+      std::lock_guard lock(heap.mutex);
+      heap.blocks.release_all([](void* cached, std::size_t) { std::free(cached); });
+    }
+    block = std::aligned_alloc(kAlignment, size);
+  }
+  if (block == nullptr) throw std::bad_alloc();
+  return block;
+}
+
+void host_deallocate(void* block, std::size_t size) {
+  HostHeap& heap = host_heap();
+  std::lock_guard lock(heap.mutex);
+  heap.blocks.give(block, size);
+}
+
+}  // namespace
 
 Storage::Memory Storage::allocate(std::size_t nbytes, bool zeroed, Device device) {
   if (device.is_cuda()) {
     return Memory(static_cast<std::byte*>(cuda::allocate(nbytes, device.index, zeroed)), Free{device, nbytes});
   }
-  keep_freed_memory();
-  const std::size_t rounded = (nbytes + kAlignment - 1) / kAlignment * kAlignment;
-  void* p = std::aligned_alloc(kAlignment, rounded == 0 ? kAlignment : rounded);
-  if (p == nullptr) throw std::bad_alloc();
-  if (zeroed) std::memset(p, 0, rounded);
+  void* p = host_allocate(BlockCache::round(nbytes));  // a multiple of kAlignment
+  if (zeroed) std::memset(p, 0, (nbytes + kAlignment - 1) / kAlignment * kAlignment);
   return Memory(static_cast<std::byte*>(p), Free{device, nbytes});
 }
 
@@ -85,7 +104,7 @@ void Storage::Free::operator()(std::byte* p) const {
   if (device.is_cuda()) {
     cuda::deallocate(p, nbytes, device.index);
   } else {
-    std::free(p);
+    host_deallocate(p, BlockCache::round(nbytes));
   }
 }
 

@@ -8,10 +8,9 @@
 
 namespace ringgrad {
 
-/// A buffer of `nbytes` bytes on `device`: 64-byte aligned on the CPU, from a heap that keeps
-/// freed memory for the next allocation, so a process holds on to its peak (storage.cc; set
-/// GLIBC_TUNABLES=glibc.malloc.trim_threshold=... to choose otherwise); from the caching
-/// allocator on a GPU. Zero-initialised unless `zeroed` is false (for outputs a kernel
+/// A buffer of `nbytes` bytes on `device`: 64-byte aligned on the CPU; on either device from a
+/// caching allocator that keeps freed blocks for the next request of their size, so a process
+/// holds on to its peak (storage.cc, block_cache.h). Zero-initialised unless `zeroed` is false (for outputs a kernel
 /// overwrites entirely: clearing them first costs a pass over memory). Shared through
 /// std::shared_ptr: it lives as long as the last tensor that views it. Throws
 /// std::runtime_error for a GPU when ringgrad has no CUDA or the GPU is out of memory.
