@@ -57,10 +57,11 @@ T softmax_exp(T x) {
   }
 }
 
-// Row t of P (T x T) becomes the softmax of its first t+1 entries, zero beyond: the causal mask.
+// Rows [r0, r1) of P (T x T) become the softmax of their first t+1 entries, zero beyond: the
+// causal mask.
 template <typename T>
-RINGGRAD_CPU_CLONES void causal_softmax_rows(T* p, std::int64_t t_len) {
-  for (std::int64_t t = 0; t < t_len; ++t) {
+RINGGRAD_CPU_CLONES void causal_softmax_rows(T* p, std::int64_t r0, std::int64_t r1, std::int64_t t_len) {
+  for (std::int64_t t = r0; t < r1; ++t) {
     T* pr = p + t * t_len;
     const T mx = max_lanes(pr, t + 1);
     for (std::int64_t j = 0; j <= t; ++j) pr[j] = softmax_exp(pr[j] - mx);
@@ -70,10 +71,12 @@ RINGGRAD_CPU_CLONES void causal_softmax_rows(T* p, std::int64_t t_len) {
   }
 }
 
-// dP (T x T, in ds) becomes dS = P * (dP - rowsum(dP * P)) on the causal prefix, zero beyond.
+// Rows [r0, r1) of dP (T x T, in ds) become dS = P * (dP - rowsum(dP * P)) on the causal
+// prefix, zero beyond.
 template <typename T>
-RINGGRAD_CPU_CLONES void causal_softmax_backward_rows(const T* p, T* ds, std::int64_t t_len) {
-  for (std::int64_t t = 0; t < t_len; ++t) {
+RINGGRAD_CPU_CLONES void causal_softmax_backward_rows(const T* p, T* ds, std::int64_t r0, std::int64_t r1,
+                                                      std::int64_t t_len) {
+  for (std::int64_t t = r0; t < r1; ++t) {
     const T* pr = p + t * t_len;
     T* sr = ds + t * t_len;
     const T dot = sum_lanes<T>(t + 1, [&](std::int64_t j) { return sr[j] * pr[j]; });
@@ -92,6 +95,13 @@ void gemm_strided(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t
   gemm(g);
 }
 
+// The causal mask leaves the upper triangle of each T x T block zero, so the GEMMs skip it:
+// rows are taken kRowBlock at a time, and rows [r0, r1) meet only keys [0, r1). S, P V, dP and
+// dQ then cost (n + 1) / 2n of the full products for n = T / kRowBlock blocks (3/4 at T = 64),
+// and dV and dK, which sum over rows, start their sums at the key block's first row. The
+// skipped terms are exact zeros, so the results are those of the full products.
+constexpr std::int64_t kRowBlock = 32;
+
 // The forward pass of contiguous qkv into `out`.
 void causal_attention_into(const Tensor& qkv, const Dims& d, const AttentionOutput& out) {
   RINGGRAD_ON_CUDA(qkv, cuda::causal_attention(qkv, d.h, out.y, out.att));
@@ -104,10 +114,14 @@ void causal_attention_into(const Tensor& qkv, const Dims& d, const AttentionOutp
         const T* k = q + d.c;
         const T* v = q + 2 * d.c;
         T* p = out.att.data<T>() + (b * d.h + h) * d.t * d.t;
-        gemm_strided<T>(false, true, d.t, d.t, d.hs, scale, q, row, k, row, p, d.t);  // S = Q K^T / sqrt(hs)
-        causal_softmax_rows(p, d.t);
         T* y = out.y.data<T>() + b * d.t * d.c + h * d.hs;
-        gemm_strided<T>(false, false, d.t, d.hs, d.t, 1, p, d.t, v, row, y, d.c);  // Y = P V
+        for (std::int64_t r0 = 0; r0 < d.t; r0 += kRowBlock) {
+          const std::int64_t r1 = std::min(r0 + kRowBlock, d.t), rows = r1 - r0;
+          T* pr = p + r0 * d.t;
+          gemm_strided<T>(false, true, rows, r1, d.hs, scale, q + r0 * row, row, k, row, pr, d.t);  // S = Q K^T / sqrt(hs)
+          causal_softmax_rows(p, r0, r1, d.t);
+          gemm_strided<T>(false, false, rows, d.hs, r1, 1, pr, d.t, v, row, y + r0 * d.c, d.c);  // Y = P V
+        }
       }
     }
   });
@@ -133,11 +147,19 @@ void causal_attention_backward_into(const Tensor& dy, const Tensor& qkv, const T
         T* dv = dq + 2 * d.c;
         const T* p = att.data<T>() + (b * d.h + h) * d.t * d.t;
         const T* g = dy.data<T>() + b * d.t * d.c + h * d.hs;
-        gemm_strided<T>(true, false, d.t, d.hs, d.t, 1, p, d.t, g, d.c, dv, row);     // dV = P^T dY
-        gemm_strided<T>(false, true, d.t, d.t, d.hs, 1, g, d.c, v, row, ds, d.t);     // dP = dY V^T
-        causal_softmax_backward_rows(p, ds, d.t);
-        gemm_strided<T>(false, false, d.t, d.hs, d.t, scale, ds, d.t, k, row, dq, row);  // dQ = dS K
-        gemm_strided<T>(true, false, d.t, d.hs, d.t, scale, ds, d.t, q, row, dk, row);   // dK = dS^T Q
+        for (std::int64_t r0 = 0; r0 < d.t; r0 += kRowBlock) {  // rows [r0, r1) see keys [0, r1)
+          const std::int64_t r1 = std::min(r0 + kRowBlock, d.t), rows = r1 - r0;
+          gemm_strided<T>(false, true, rows, r1, d.hs, 1, g + r0 * d.c, d.c, v, row, ds + r0 * d.t, d.t);  // dP = dY V^T
+          causal_softmax_backward_rows(p, ds, r0, r1, d.t);
+          gemm_strided<T>(false, false, rows, d.hs, r1, scale, ds + r0 * d.t, d.t, k, row, dq + r0 * row, row);  // dQ = dS K
+        }
+        for (std::int64_t k0 = 0; k0 < d.t; k0 += kRowBlock) {  // keys [k0, k1) are seen by rows [k0, T)
+          const std::int64_t k1 = std::min(k0 + kRowBlock, d.t), rows = d.t - k0;
+          const T* pk = p + k0 * d.t + k0;
+          const T* sk = ds + k0 * d.t + k0;
+          gemm_strided<T>(true, false, k1 - k0, d.hs, rows, 1, pk, d.t, g + k0 * d.c, d.c, dv + k0 * row, row);  // dV = P^T dY
+          gemm_strided<T>(true, false, k1 - k0, d.hs, rows, scale, sk, d.t, q + k0 * row, row, dk + k0 * row, row);  // dK = dS^T Q
+        }
       }
     }
   });
