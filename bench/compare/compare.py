@@ -15,7 +15,8 @@ Sections: all_reduce (ringgrad over shared memory and TCP beside Open MPI over b
 ring_chunked and halving_doubling, PyTorch's gloo backend; 2 ranks, float32 sum, in place),
 collectives (all_gather, reduce_scatter, broadcast, all_to_all beside Open MPI), gpt (the baby
 GPT step, one process, one thread, beside its PyTorch twin), ddp (the baby GPT on 2 ranks x 12
-sequences beside PyTorch DDP), mlp (train_mlp's epoch, one process and 2 ranks, beside PyTorch).
+sequences beside PyTorch DDP and beside two one-process runs of 12 sequences at once, the ceiling
+of DDP on these cores: ringgrad's ratio to it is the share of that ceiling DDP reaches), mlp (train_mlp's epoch, one process and 2 ranks, beside PyTorch).
 contest (not part of all: 4 runs of --budget seconds a round) is the fixed-time contest of
 docs/speedrun.md on 2 ranks: the speedrun preset and the baby recipe (global batch 24), each by
 train_gpt and by its PyTorch twin (torch_contest.py, given the run's `train_gpt --print_config`),
@@ -26,6 +27,7 @@ import argparse
 import json
 import os
 import random
+import shlex
 import shutil
 import statistics
 import subprocess
@@ -37,6 +39,7 @@ import compare_plots
 
 HERE = Path(__file__).resolve().parent
 SECTIONS = ["all_reduce", "collectives", "gpt", "ddp", "mlp"]  # what "all" runs
+CEILING = "2 processes alone"  # the ddp section's no-communication ceiling
 CONTEST_RECIPES = {"speedrun": ["--config", "speedrun"], "baby": ["--config", "baby", "--batch_size", "24"]}
 
 
@@ -161,6 +164,12 @@ def jobs_for(sections, args, sizes):
                      lambda out, _: {"ringgrad": {("tokens/s",): number_after(out, "tokens/s), ")}}),
                  Job("ddp", ["PyTorch"], twin + ["--world_size", "2", "--batch_size", "12"],
                      lambda out, _: {"PyTorch": {("tokens/s",): last_json_line(out)["tokens_per_s"]}}, needs=torch)]
+        # The ceiling DDP can reach on these cores: two one-process runs of 12 sequences at once,
+        # their tokens/s summed, as if the ranks never had to talk.
+        one = shlex.join(map(str, [b / "train_gpt"] + gpt))
+        jobs.append(Job("ddp", [CEILING], ["sh", "-c", f"{one} >{{json}}.0 & a=$!; {one} >{{json}}.1 & b=$!; wait $a && wait $b"],
+                        lambda _, path: {CEILING: {("tokens/s",): sum(number_after(open(f"{path}.{i}").read(), "tokens/s), ")
+                                                                      for i in (0, 1))}}))
     if "contest" in sections:
         budget = ["--time_budget", str(args.budget)]
         for recipe, flags in CONTEST_RECIPES.items():
@@ -334,8 +343,9 @@ def main():
             r = results[section]
             keys = sorted(r["ringgrad"])
             higher = section != "gpt"
-            out += [table(title, r, ["ringgrad", "PyTorch"], keys, higher, "ms" if section == "gpt" else "per s",
-                          {"PyTorch": "ringgrad"}), ""]
+            peers = ["ringgrad", "PyTorch"] + ([CEILING] if CEILING in r else [])
+            out += [table(title, r, peers, keys, higher, "ms" if section == "gpt" else "per s",
+                          {p: "ringgrad" for p in peers[1:]}), ""]
     if "contest" in results:
         out += [contest_table(results["contest"], args.budget, args.rounds), ""]
     text = "\n".join(out)
