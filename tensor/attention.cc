@@ -1,6 +1,7 @@
-// The CPU causal attention kernels: per (batch, head) a GEMM for the scores on strided rows of
-// qkv, a masked softmax of each row up to the diagonal, a GEMM for the output; the backward
-// retraces the same steps from the saved probabilities.
+// The CPU causal attention kernels: per (batch, head) GEMMs for the scores on strided rows of
+// qkv, a masked softmax of each row up to the diagonal, GEMMs for the output, all taken a block
+// of rows at a time so the masked triangle is skipped; the backward retraces the same steps
+// from the saved probabilities.
 #include "tensor/attention.h"
 
 #include <fmt/format.h>
@@ -98,8 +99,9 @@ void gemm_strided(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t
 // The causal mask leaves the upper triangle of each T x T block zero, so the GEMMs skip it:
 // rows are taken kRowBlock at a time, and rows [r0, r1) meet only keys [0, r1). S, P V, dP and
 // dQ then cost (n + 1) / 2n of the full products for n = T / kRowBlock blocks (3/4 at T = 64),
-// and dV and dK, which sum over rows, start their sums at the key block's first row. The
-// skipped terms are exact zeros, so the results are those of the full products.
+// and dV and dK, which sum over rows, start their sums at the key block's first row (the same
+// share; exactly so when kRowBlock divides T). The skipped terms are exact zeros, so the results
+// are the full products' up to rounding: OpenBLAS may pick other kernels for the smaller shapes.
 constexpr std::int64_t kRowBlock = 32;
 
 // The forward pass of contiguous qkv into `out`.

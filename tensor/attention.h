@@ -2,7 +2,8 @@
 // reading q, k and v straight out of the fused [B, T, 3C] projection (no split, no transpose
 // copies). Per (batch, head): S = Q K^T / sqrt(hs) and Y = P V as GEMMs on strided rows,
 // P = softmax(S) over the causal prefix j <= t only. Cost 4 B T^2 C flops forward, twice that
-// backward; the saved probabilities take B H T^2 elements.
+// backward, of which the CPU kernels skip the masked triangle: (n + 1) / 2n of it for n blocks
+// of 32 rows. The saved probabilities take B H T^2 elements.
 #pragma once
 
 #include <cstdint>

@@ -21,14 +21,17 @@ constexpr std::size_t kAlignment = 64;
 // the next step. glibc at its defaults returned every block over its mmap threshold to the
 // kernel and faulted it in again, about 1,000 page faults a baby-GPT step (docs/distributed.md);
 // told to keep them, it still searched its bins on every call. From the cache a request takes
-// the block of its size freed last, mapped and likely still in cache. The price: memory a
-// program frees stays with the process (a training loop reaches its peak every step anyway);
-// it goes back only when an allocation fails.
+// the block of its size freed last, mapped and likely still in cache. A block is only reused
+// for its own size, so work whose shapes keep changing (sampling, context growing by one token
+// a step) would fill the cache with sizes never asked for again: the cache keeps at most as
+// many bytes as were ever in use at once, and frees what would go past that. The price: a
+// process holds on to up to twice its peak.
 namespace {
 
 struct HostHeap {
   std::mutex mutex;
   BlockCache blocks;
+  std::size_t in_use = 0, peak_in_use = 0;  // bytes handed out now, and the most at once
 };
 
 // Never destroyed: tensors freed during static destruction still return their blocks here.
@@ -39,29 +42,33 @@ HostHeap& host_heap() {
 
 void* host_allocate(std::size_t size) {
   HostHeap& heap = host_heap();
-  {
-    std::lock_guard lock(heap.mutex);
-    if (void* block = heap.blocks.take(size)) return block;
-  }
-  void* block = std::aligned_alloc(kAlignment, size);
-  if (block == nullptr) {  // the cache may hold what this request needs, in other sizes
-    {
-      std::lock_guard lock(heap.mutex);
-      heap.blocks.release_all([](void* cached, std::size_t) { std::free(cached); });
-    }
-    block = std::aligned_alloc(kAlignment, size);
-  }
+  std::lock_guard lock(heap.mutex);
+  void* block = heap.blocks.take(size);
+  if (block == nullptr) block = std::aligned_alloc(kAlignment, size);
   if (block == nullptr) throw std::bad_alloc();
+  heap.in_use += size;
+  heap.peak_in_use = std::max(heap.peak_in_use, heap.in_use);
   return block;
 }
 
 void host_deallocate(void* block, std::size_t size) {
   HostHeap& heap = host_heap();
   std::lock_guard lock(heap.mutex);
-  heap.blocks.give(block, size);
+  heap.in_use -= size;
+  if (heap.blocks.cached() + size <= heap.peak_in_use) {
+    heap.blocks.give(block, size);
+  } else {
+    std::free(block);
+  }
 }
 
 }  // namespace
+
+HostMemoryStats host_memory_stats() {
+  HostHeap& heap = host_heap();
+  std::lock_guard lock(heap.mutex);
+  return {heap.in_use, heap.peak_in_use, heap.blocks.cached()};
+}
 
 Storage::Memory Storage::allocate(std::size_t nbytes, bool zeroed, Device device) {
   if (device.is_cuda()) {

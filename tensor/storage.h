@@ -10,10 +10,18 @@ namespace ringgrad {
 
 /// A buffer of `nbytes` bytes on `device`: 64-byte aligned on the CPU; on either device from a
 /// caching allocator that keeps freed blocks for the next request of their size, so a process
-/// holds on to its peak (storage.cc, block_cache.h). Zero-initialised unless `zeroed` is false (for outputs a kernel
-/// overwrites entirely: clearing them first costs a pass over memory). Shared through
-/// std::shared_ptr: it lives as long as the last tensor that views it. Throws
+/// holds on to its peak (on the CPU at most twice its peak; storage.cc, block_cache.h).
+/// Zero-initialised unless `zeroed` is false (for outputs a kernel overwrites entirely:
+/// clearing them first costs a pass over memory). Shared through std::shared_ptr: it lives as
+/// long as the last tensor that views it. Throws std::bad_alloc when the host is out of memory,
 /// std::runtime_error for a GPU when ringgrad has no CUDA or the GPU is out of memory.
+/// Bytes of host memory the cache behind CPU storage holds: handed out to tensors now, the most
+/// handed out at once, and kept in free blocks (at most the peak).
+struct HostMemoryStats {
+  std::size_t in_use = 0, peak_in_use = 0, cached = 0;
+};
+HostMemoryStats host_memory_stats();
+
 class Storage {
  public:
   explicit Storage(std::size_t nbytes, bool zeroed = true, Device device = kCPU);

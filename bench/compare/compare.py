@@ -16,7 +16,8 @@ ring_chunked and halving_doubling, PyTorch's gloo backend; 2 ranks, float32 sum,
 collectives (all_gather, reduce_scatter, broadcast, all_to_all beside Open MPI), gpt (the baby
 GPT step, one process, one thread, beside its PyTorch twin), ddp (the baby GPT on 2 ranks x 12
 sequences beside PyTorch DDP and beside two one-process runs of 12 sequences at once, the ceiling
-of DDP on these cores: ringgrad's ratio to it is the share of that ceiling DDP reaches), mlp (train_mlp's epoch, one process and 2 ranks, beside PyTorch).
+of DDP on these cores: ringgrad's ratio to it is the share of that ceiling DDP reaches), mlp
+(train_mlp's epoch, one process and 2 ranks, beside PyTorch).
 contest (not part of all: 4 runs of --budget seconds a round) is the fixed-time contest of
 docs/speedrun.md on 2 ranks: the speedrun preset and the baby recipe (global batch 24), each by
 train_gpt and by its PyTorch twin (torch_contest.py, given the run's `train_gpt --print_config`),
@@ -65,7 +66,7 @@ class Job:
     def __init__(self, section, peers, command, parse, env=None, needs=()):
         self.section, self.peers, self.command, self.parse = section, peers, command, parse
         # The program run under its launcher (ringgrad-run, mpirun) or interpreter, for progress lines.
-        names = [Path(str(c)).name for c in command]
+        names = [Path(str(c).split()[0]).name for c in command if str(c).strip()]  # an sh -c string by its program
         program = next((n for n in names if n.endswith(("_perf", ".py")) or n.startswith("train_")), names[0])
         self.label = f"{section}: {', '.join(peers)} ({program})"
         self.env = env or {}
@@ -167,8 +168,9 @@ def jobs_for(sections, args, sizes):
         # The ceiling DDP can reach on these cores: two one-process runs of 12 sequences at once,
         # their tokens/s summed, as if the ranks never had to talk.
         one = shlex.join(map(str, [b / "train_gpt"] + gpt))
-        jobs.append(Job("ddp", [CEILING], ["sh", "-c", f"{one} >{{json}}.0 & a=$!; {one} >{{json}}.1 & b=$!; wait $a && wait $b"],
-                        lambda _, path: {CEILING: {("tokens/s",): sum(number_after(open(f"{path}.{i}").read(), "tokens/s), ")
+        both = f"{one} >'{{json}}.0' & a=$!; {one} >'{{json}}.1' & b=$!; wait $a; s=$?; wait $b || exit; exit $s"
+        jobs.append(Job("ddp", [CEILING], ["sh", "-c", both],
+                        lambda _, path: {CEILING: {("tokens/s",): sum(number_after(Path(f"{path}.{i}").read_text(), "tokens/s), ")
                                                                       for i in (0, 1))}}))
     if "contest" in sections:
         budget = ["--time_budget", str(args.budget)]
@@ -223,7 +225,9 @@ def table(title, results, peers, keys, higher_is_better, unit, against):
     ringgrad's column `against[peer]` (above 1: ringgrad faster), the median of the rounds' ratios."""
     fmt = lambda v: f"{v:.3g}" if v < 100 else f"{v:,.0f}"
     head = ["", *[f"{p} ({unit})" for p in peers]] + [f"{against[p]} vs {p}" for p in peers if p in against]
-    lines = [f"{title}: median (min-max){'; ratio above 1: ringgrad faster' if against else ''}", "", "| " + " | ".join(head) + " |",
+    ratios = "; ratio above 1: ringgrad faster (against the ceiling: the share of it reached)" if CEILING in against else \
+        "; ratio above 1: ringgrad faster" if against else ""
+    lines = [f"{title}: median (min-max){ratios}", "", "| " + " | ".join(head) + " |",
              "|" + "---|" * len(head)]
     for key in keys:
         cells = [" ".join(human_size(x) if isinstance(x, int) else x for x in key)]
