@@ -66,7 +66,7 @@ class Job:
     def __init__(self, section, peers, command, parse, env=None, needs=()):
         self.section, self.peers, self.command, self.parse = section, peers, command, parse
         # The program run under its launcher (ringgrad-run, mpirun) or interpreter, for progress lines.
-        names = [Path(str(c).split()[0]).name for c in command if str(c).strip()]  # an sh -c string by its program
+        names = [Path(str(c)).name for c in command]
         program = next((n for n in names if n.endswith(("_perf", ".py")) or n.startswith("train_")), names[0])
         self.label = f"{section}: {', '.join(peers)} ({program})"
         self.env = env or {}
@@ -225,9 +225,7 @@ def table(title, results, peers, keys, higher_is_better, unit, against):
     ringgrad's column `against[peer]` (above 1: ringgrad faster), the median of the rounds' ratios."""
     fmt = lambda v: f"{v:.3g}" if v < 100 else f"{v:,.0f}"
     head = ["", *[f"{p} ({unit})" for p in peers]] + [f"{against[p]} vs {p}" for p in peers if p in against]
-    ratios = "; ratio above 1: ringgrad faster (against the ceiling: the share of it reached)" if CEILING in against else \
-        "; ratio above 1: ringgrad faster" if against else ""
-    lines = [f"{title}: median (min-max){ratios}", "", "| " + " | ".join(head) + " |",
+    lines = [f"{title}: median (min-max){'; ratio above 1: ringgrad faster' if against else ''}", "", "| " + " | ".join(head) + " |",
              "|" + "---|" * len(head)]
     for key in keys:
         cells = [" ".join(human_size(x) if isinstance(x, int) else x for x in key)]
@@ -348,6 +346,8 @@ def main():
             keys = sorted(r["ringgrad"])
             higher = section != "gpt"
             peers = ["ringgrad", "PyTorch"] + ([CEILING] if CEILING in r else [])
+            if CEILING in r:
+                title += f" (against {CEILING}, DDP's ceiling, the ratio is the share of it reached)"
             out += [table(title, r, peers, keys, higher, "ms" if section == "gpt" else "per s",
                           {p: "ringgrad" for p in peers[1:]}), ""]
     if "contest" in results:
