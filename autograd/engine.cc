@@ -62,11 +62,14 @@ void backward(const Tensor& root, const Tensor& grad) {
     auto it = grads.find(node.get());
     std::vector<Tensor> input_grads;
     if (it != grads.end()) {  // no gradient reaches a node whose every input grad was undefined
+      // Taken out of the map first: a gradient nobody else holds may then be adopted by a
+      // leaf's AccumulateGrad instead of copied.
+      const Tensor incoming = std::move(it->second);
+      grads.erase(it);
       const double t0 = trace::enabled() ? trace::now_us() : 0;
-      input_grads = node->apply(it->second);
+      input_grads = node->apply(incoming);
       if (trace::enabled())  // named after the module that recorded it, or the op itself
         trace::record_backward(node->trace_module() ? node->trace_module() : trace::intern(node->name()), t0);
-      grads.erase(it);
     }
     std::vector<std::shared_ptr<Node>> edges = std::move(node->next_edges);
     node->release();

@@ -25,12 +25,26 @@ void FunctionNode::release() {
   Node::release();
 }
 
+namespace {
+
+// True when `grad` is the only handle on its whole buffer and is laid out as `leaf` is, so
+// making it the leaf's grad() copies nothing and aliases nothing.
+bool sole_owner(const Tensor& grad, const Tensor& leaf) {
+  const std::shared_ptr<Storage>& storage = grad.storage();
+  return storage.use_count() == 1 && grad.is_contiguous() && grad.offset() == 0 &&
+         storage->nbytes() == static_cast<std::size_t>(grad.numel()) * dtype_size(grad.dtype()) &&
+         grad.dtype() == leaf.dtype() && grad.device() == leaf.device() && grad.shape() == leaf.shape();
+}
+
+}  // namespace
+
 std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad) {
   AutogradMeta& meta = leaf_.autograd_meta();
   if (!meta.grad.defined()) {
-    // A copy the leaf owns: the incoming gradient may be shared with other branches, and
-    // optimizers and all-reduce write grad() in place.
-    meta.grad = kernels::clone(grad);
+    // The leaf must own its grad(): optimizers and all-reduce write it in place. A gradient
+    // nothing else holds (the engine has let go of it) is adopted as it is, as PyTorch steals
+    // one; one shared with another branch, or a view into a larger buffer, is copied.
+    meta.grad = sole_owner(grad, leaf_) ? grad.detach() : kernels::clone(grad);
   } else {
     kernels::add_(meta.grad, grad);
   }

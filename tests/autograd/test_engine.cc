@@ -78,3 +78,28 @@ TEST_CASE("backward needs a scalar or an explicit gradient") {
   REQUIRE(x.grad().to_vector<double>() == std::vector<double>{2, 20});
   REQUIRE_THROWS_WITH(backward(Tensor::ones({1})), Catch::Contains("does not require grad"));
 }
+
+TEST_CASE("a leaf's grad is its own buffer: adopted when nothing else holds it, copied when shared") {
+  // add's backward hands the same gradient to both inputs: each leaf needs its own copy.
+  Tensor a = leaf({1.0, 2.0}), b = leaf({3.0, 4.0});
+  backward(sum(a + b));
+  REQUIRE(a.grad().storage() != b.grad().storage());
+  a.grad().data<double>()[0] = 100.0;
+  REQUIRE(b.grad().to_vector<double>() == std::vector<double>{1, 1});
+
+  // A gradient the user still holds (the seed of a leaf's own backward) is copied too.
+  Tensor x = leaf({1.0, 2.0});
+  Tensor seed = Tensor::from_vector<double>({5.0, 6.0}, {2});
+  backward(x, seed);
+  x.grad().data<double>()[1] = -1.0;
+  REQUIRE(seed.to_vector<double>() == std::vector<double>{5, 6});
+
+  // mul's fresh gradient is nobody else's: x.grad() and this handle are its only holders.
+  Tensor w = leaf({1.0, 2.0});
+  backward(sum(w * 3.0));
+  const Tensor g = w.grad();
+  REQUIRE(g.storage().use_count() == 2);
+  REQUIRE(g.to_vector<double>() == std::vector<double>{3, 3});
+  backward(sum(w * 2.0));  // then accumulates in place as before
+  REQUIRE(w.grad().to_vector<double>() == std::vector<double>{5, 5});
+}
