@@ -16,7 +16,7 @@
 // reads colder ones, so these times are a floor.
 //
 //   gemm_libraries [--batch 12] [--block_size 64] [--n_embd 128] [--n_head 4] [--n_layer 4]
-//                  [--vocab 65] [--rounds 5] [--min-seconds 0.05]
+//                  [--vocab 65] [--rounds 5] [--min-seconds 0.05] [--library OpenBLAS ...]
 #include <CLI/CLI.hpp>
 #include <dlfcn.h>
 #include <fmt/format.h>
@@ -187,6 +187,9 @@ int main(int argc, char** argv) {
   app.add_option("--vocab", model.vocab, "Vocabulary (the head's width)")->capture_default_str();
   app.add_option("--rounds", rounds, "Interleaved rounds (the median is reported)")->check(CLI::PositiveNumber);
   app.add_option("--min-seconds", min_seconds, "Time per measurement")->check(CLI::PositiveNumber);
+  std::vector<std::string> only;
+  app.add_option("--library", only, "Time only these (repeatable); all that load by default")
+      ->check(CLI::IsMember({"OpenBLAS", "oneDNN", "BLIS"}));
   CLI11_PARSE(app, argc, argv);
   if (model.n_embd % model.n_head != 0) {
     fmt::print(stderr, "gemm_libraries: --n_embd {} does not divide into --n_head {}\n", model.n_embd, model.n_head);
@@ -198,7 +201,14 @@ int main(int argc, char** argv) {
   setenv("BLIS_NUM_THREADS", "1", 0);
   ringgrad::set_num_threads(1);
   const std::vector<GemmShape> shapes = step_shapes(model);
-  const std::vector<Library> libs = load_libraries();
+  std::vector<Library> libs = load_libraries();
+  std::erase_if(libs, [&](const Library& l) {  // OpenBLAS's name goes on with its kernels'
+    return !only.empty() && std::ranges::none_of(only, [&](const std::string& name) { return l.name.starts_with(name); });
+  });
+  if (libs.empty()) {
+    fmt::print(stderr, "gemm_libraries: none of the libraries asked for loaded\n");
+    return 1;
+  }
   std::int64_t largest = 0;
   for (const GemmShape& s : shapes) {
     largest = std::max({largest, ringgrad::kernels::operand_span(s.trans_a ? s.k : s.m, s.trans_a ? s.m : s.k, s.lda),
@@ -241,7 +251,11 @@ int main(int argc, char** argv) {
     }
     fmt::print("\n");
   }
+  double flops = 0;
+  for (const GemmShape& s : shapes) flops += 2.0 * static_cast<double>(s.m * s.n * s.k * s.calls);
   fmt::print("{:<45}", "the step's GEMMs (ms)");
   for (const double t : total) fmt::print(" {:>20.2f}", t * 1e3);
+  fmt::print("\n{:<45}", fmt::format("the step's GEMMs ({:.3f} GFLOP): GFLOP/s", flops / 1e9));
+  for (const double t : total) fmt::print(" {:>20.1f}", flops / t / 1e9);
   fmt::print("\n");
 }

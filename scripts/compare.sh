@@ -3,8 +3,8 @@
 # the optional Debian packages the peers need (saying which), configures the build so the gloo
 # and MPI drivers exist, builds what it runs, then runs bench/compare/compare.py: interleaved
 # rounds, one table with the machine named, JSON and SVG plots under bench/results/.
-#   scripts/compare.sh [all|all_reduce|collectives|gpt|ddp|mlp|contest ...] [--rounds 3] [--data FILE]
-#                      [--budget 300]   (contest: the fixed-time runs of docs/speedrun.md, not in all)
+#   scripts/compare.sh [all|all_reduce|collectives|gpt|ddp|mlp|latency|contest ...] [--rounds 3] [--data FILE]
+#                      [--budget 300]   (latency: small all-reduces, and contest: the fixed-time runs of docs/speedrun.md, not in all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 /usr/bin/python3 bench/compare/compare.py --args-only "$@"  # a wrong argument stops here, before any install or build
@@ -18,5 +18,5 @@ if [ -f build/CMakeCache.txt ]; then
 fi
 cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DRINGGRAD_WERROR=ON -DRINGGRAD_CUDA="$cuda" >/dev/null
 cmake --build build -j "$(nproc)" --target ringgrad-run all_reduce_perf all_gather_perf reduce_scatter_perf \
-  broadcast_perf all_to_all_perf gloo_all_reduce_perf train_gpt train_mlp
+  broadcast_perf all_to_all_perf gloo_all_reduce_perf gemm_libraries train_gpt train_mlp
 exec /usr/bin/python3 bench/compare/compare.py --build build "$@"

@@ -7,17 +7,21 @@ range, and the median of the rounds' ratios, oriented so that above 1 means ring
 that cannot run (not installed, or its run fails) stops the command with its name: no row is
 ever left blank.
 
-  compare.py [all|all_reduce|collectives|gpt|ddp|mlp|contest ...] [--rounds 3] [--build build]
+  compare.py [all|all_reduce|collectives|gpt|ddp|mlp|latency|contest ...] [--rounds 3] [--build build]
              [--data tinyshakespeare.txt] [--out bench/results] [--python /usr/bin/python3]
              [--mpirun mpirun] [--budget 300] [--check-only]
 
 Sections: all_reduce (ringgrad over shared memory and TCP beside Open MPI over both, libgloo's
 ring_chunked and halving_doubling, PyTorch's gloo backend; 2 ranks, float32 sum, in place),
 collectives (all_gather, reduce_scatter, broadcast, all_to_all beside Open MPI), gpt (the baby
-GPT step, one process, one thread, beside its PyTorch twin), ddp (the baby GPT on 2 ranks x 12
+GPT step, one process, one thread, beside its PyTorch twin and beside its GEMM shapes alone by
+OpenBLAS, gemm_libraries: ringgrad's ratio to those is the step's GFLOP/s as a share of the GEMMs'), ddp (the baby GPT on 2 ranks x 12
 sequences beside PyTorch DDP and beside two one-process runs of 12 sequences at once, the ceiling
 of DDP on these cores: ringgrad's ratio to it is the share of that ceiling DDP reaches), mlp
 (train_mlp's epoch, one process and 2 ranks, beside PyTorch).
+latency (not part of all) times small all-reduces, 8 B to 64 KiB, 10,000 calls a size: ringgrad over
+shared memory in place, out of place and with its argument check off (RINGGRAD_CHECK=0), beside
+Open MPI over shared memory, and both over TCP; written to <out>/latency.json.
 contest (not part of all: 4 runs of --budget seconds a round) is the fixed-time contest of
 docs/speedrun.md on 2 ranks: the speedrun preset and the baby recipe (global batch 24), each by
 train_gpt and by its PyTorch twin (torch_contest.py, given the run's `train_gpt --print_config`),
@@ -40,7 +44,10 @@ import compare_plots
 
 HERE = Path(__file__).resolve().parent
 SECTIONS = ["all_reduce", "collectives", "gpt", "ddp", "mlp"]  # what "all" runs
+EXTRA = ["latency", "contest"]  # sections run only when named
 CEILING = "2 processes alone"  # the ddp section's no-communication ceiling
+OUT_OF_PLACE, NO_CHECK = "ringgrad shm out-of-place", "ringgrad shm, no argument check"  # the latency section's
+GEMMS = "its GEMMs alone"  # the gpt section's ceiling: the step's GEMM shapes by OpenBLAS, nothing else
 CONTEST_RECIPES = {"speedrun": ["--config", "speedrun"], "baby": ["--config", "baby", "--batch_size", "24"]}
 
 
@@ -95,13 +102,13 @@ class Job:
 
 # --- Parsers: each turns one run's output into {peer: {key: value}} -------------------------
 
-def perf_rows(path, peer_of_algo):
+def perf_rows(path, peer_of_algo, place="in_place"):
     rows = {}
     for row in json.load(open(path))["rows"]:
         peer = peer_of_algo(row["algo"])
         if peer:
-            rows.setdefault(peer, {})[(row["collective"], row["size"])] = row["in_place"]["time_us"]
-            rows[peer][(row["collective"] + " busbw", row["size"])] = row["in_place"]["busbw"]
+            rows.setdefault(peer, {})[(row["collective"], row["size"])] = row[place]["time_us"]
+            rows[peer][(row["collective"] + " busbw", row["size"])] = row[place]["busbw"]
     return rows
 
 
@@ -112,6 +119,11 @@ def last_json_line(stdout):
 def number_after(stdout, text):
     line = [line for line in stdout.splitlines() if text in line][-1]
     return float(line.split(text)[0].split()[-1].strip("(:"))
+
+
+def last_number_on(stdout, start):
+    """The last number of the last line that begins with `start`."""
+    return float([line for line in stdout.splitlines() if line.startswith(start)][-1].split()[-1])
 
 
 def jobs_for(sections, args, sizes):
@@ -145,6 +157,28 @@ def jobs_for(sections, args, sizes):
                                                               (("all_reduce busbw", r["size"]), r["busbw"]))}},
                 needs=torch),
         ]
+    if "latency" in sections:
+        # Small all-reduces, 10,000 calls a size, where a microsecond is the whole measurement.
+        small = ["-b", "8", "-e", "64K", "-f", "2", "-n", "10000", "-w", "1000", "--json", "{json}"]
+        shm = lambda a: "ringgrad shm" if a.startswith("auto") else None
+        jobs += [
+            Job("latency", ["ringgrad shm", OUT_OF_PLACE], run2 + [b / "all_reduce_perf"] + small,
+                lambda _, path: {**perf_rows(path, shm),
+                                 **perf_rows(path, lambda a: OUT_OF_PLACE if a.startswith("auto") else None, "out_of_place")}),
+            Job("latency", [NO_CHECK], run2 + [b / "all_reduce_perf"] + small,
+                lambda _, path: perf_rows(path, lambda a: NO_CHECK if a.startswith("auto") else None),
+                env={"RINGGRAD_CHECK": "0"}),
+            Job("latency", ["ringgrad tcp"], run2 + [b / "all_reduce_perf"] + small,
+                lambda _, path: perf_rows(path, lambda a: "ringgrad tcp" if a.startswith("auto") else None),
+                env={"RINGGRAD_SHM": "0"}),
+            Job("latency", ["Open MPI shm"], mpirun + [b / "all_reduce_perf", "--backend", "both"] + small,
+                lambda _, path: perf_rows(path, lambda a: "Open MPI shm" if a == "mpi" else None),
+                needs=[("Open MPI (openmpi-bin)", args.mpirun)]),
+            Job("latency", ["Open MPI tcp"], mpirun[:2] + ["--mca", "btl", "tcp,self"] + mpirun[2:]
+                + [b / "all_reduce_perf", "--backend", "both"] + small,
+                lambda _, path: perf_rows(path, lambda a: "Open MPI tcp" if a == "mpi" else None),
+                needs=[("Open MPI (openmpi-bin)", args.mpirun)]),
+        ]
     if "collectives" in sections:
         for tool in ["all_gather", "reduce_scatter", "broadcast", "all_to_all"]:
             split = lambda a: "Open MPI shm" if a == "mpi" else "ringgrad shm" if a.startswith("auto") else None
@@ -159,7 +193,11 @@ def jobs_for(sections, args, sizes):
         jobs += [Job("gpt", ["ringgrad"], [b / "train_gpt"] + gpt,
                      lambda out, _: {"ringgrad": {("ms per step",): number_after(out, "ms:")}}),
                  Job("gpt", ["PyTorch"], twin, lambda out, _: {"PyTorch": {("ms per step",): last_json_line(out)["ms_per_step_median"]}},
-                     needs=torch)]
+                     needs=torch),
+                 # The step's GEMM shapes alone, by the OpenBLAS kernels the step loads: their time over
+                 # the step's is the step's GFLOP/s as a share of the GEMMs' own rate.
+                 Job("gpt", [GEMMS], [b / "gemm_libraries", "--library", "OpenBLAS", "--rounds", "3"],
+                     lambda out, _: {GEMMS: {("ms per step",): last_number_on(out, "the step's GEMMs (ms)")}})]
     if "ddp" in sections:
         jobs += [Job("ddp", ["ringgrad"], run2 + [b / "train_gpt"] + gpt + ["--batch_size", "24", "--strategy", "ddp"],
                      lambda out, _: {"ringgrad": {("tokens/s",): number_after(out, "tokens/s), ")}}),
@@ -277,9 +315,9 @@ def main():
     parser.add_argument("--check-only", action="store_true", help="check that every peer can run, and stop")
     parser.add_argument("--args-only", action="store_true", help="check the arguments, and stop (before a build)")
     args = parser.parse_args()
-    unknown = [s for s in args.sections if s not in SECTIONS + ["all", "contest"]]
+    unknown = [s for s in args.sections if s not in SECTIONS + ["all"] + EXTRA]
     if unknown:
-        parser.error(f"unknown section {', '.join(unknown)}: choose all or some of {', '.join(SECTIONS + ['contest'])}")
+        parser.error(f"unknown section {', '.join(unknown)}: choose all or some of {', '.join(SECTIONS + EXTRA)}")
     sections = SECTIONS if not args.sections or args.sections == ["all"] else args.sections
     if "all" in sections:
         sections = SECTIONS + [s for s in sections if s not in SECTIONS + ["all"]]
@@ -333,6 +371,16 @@ def main():
                           [("all_reduce", s) for s in sizes], False, "us", against), ""]
             out += [table(f"all_reduce over {path}: busbw (the ratios are the time's)", r, peers, big, True, "GB/s",
                           {}), ""]
+    if "latency" in results:
+        r = results["latency"]
+        keys = sorted(k for k in r["ringgrad shm"] if not k[0].endswith("busbw"))
+        out += [table("Small all_reduces over shared memory, 2 ranks, float32 sum, in place unless named, 10,000 calls a "
+                      "size: time (against the out-of-place column and the unchecked run, the ratio is ringgrad's "
+                      "in-place checked time over theirs)", r,
+                      ["ringgrad shm", "Open MPI shm", OUT_OF_PLACE, NO_CHECK], keys, False, "us",
+                      {p: "ringgrad shm" for p in ("Open MPI shm", OUT_OF_PLACE, NO_CHECK)}), ""]
+        out += [table("Small all_reduces over TCP on loopback: time", r, ["ringgrad tcp", "Open MPI tcp"], keys, False, "us",
+                      {"Open MPI tcp": "ringgrad tcp"}), ""]
     if "collectives" in results:
         r = results["collectives"]
         keys = sorted(k for k in r["ringgrad shm"] if not k[0].endswith("busbw"))
@@ -345,9 +393,13 @@ def main():
             r = results[section]
             keys = sorted(r["ringgrad"])
             higher = section != "gpt"
-            peers = ["ringgrad", "PyTorch"] + ([CEILING] if CEILING in r else [])
-            if CEILING in r:
+            ceiling = next((p for p in (CEILING, GEMMS) if p in r), None)
+            peers = ["ringgrad", "PyTorch"] + ([ceiling] if ceiling else [])
+            if ceiling == CEILING:
                 title += f" (against {CEILING}, DDP's ceiling, the ratio is the share of it reached)"
+            elif ceiling == GEMMS:
+                title += (f" (against {GEMMS}, by OpenBLAS, the ratio is the step's GFLOP/s as a share of the GEMMs' "
+                          "rate, counting the GEMMs' flops)")
             out += [table(title, r, peers, keys, higher, "ms" if section == "gpt" else "per s",
                           {p: "ringgrad" for p in peers[1:]}), ""]
     if "contest" in results:
@@ -357,7 +409,8 @@ def main():
     Path(args.out).mkdir(parents=True, exist_ok=True)
     serial = {s: {p: {" ".join(map(str, k)): v for k, v in peers.items()} for p, peers in by_peer.items()}
               for s, by_peer in results.items()}
-    name = "contest.json" if sections == ["contest"] else "compare.json"  # the contest alone keeps compare.json
+    # Sections run only when named write a file of their own, so compare.json keeps the last full run.
+    name = "compare.json" if set(sections) & set(SECTIONS) else "_".join(sections) + ".json"
     json.dump({"machine": where, "rounds": args.rounds, "results": serial, "tables": text},
               open(f"{args.out}/{name}", "w"), indent=1)
     written = compare_plots.write(results, sizes, where, args.out)
