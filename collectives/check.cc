@@ -105,8 +105,15 @@ bool carries_data(const CallHeader& h) {
          h.count * dtype_size(static_cast<DType>(h.dtype)) <= kHeaderData;
 }
 
+std::size_t body_bytes(const CallHeader& h) {
+  const std::size_t bytes = h.count * dtype_size(static_cast<DType>(h.dtype));
+  const bool one_shot = h.invalid == 0 && static_cast<CollKind>(h.kind) == CollKind::kAllReduce &&
+                        static_cast<Algo>(h.algo) == Algo::kOneShot && h.on_device == 0 && h.by_mpi == 0;
+  return one_shot && bytes > kHeaderData && bytes <= h.chunk_bytes ? bytes : 0;
+}
+
 Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo algo, std::size_t chunk_bytes,
-                         bool on_device, const std::string& invalid) {
+                         bool on_device, bool by_mpi, const std::string& invalid) {
   Descriptor d;
   std::memset(&d, 0, sizeof d);  // the padding too: headers are compared byte for byte
   CallHeader& h = d.head;
@@ -120,6 +127,7 @@ Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo
   h.algo = static_cast<uint8_t>(algo);
   h.on_device = on_device ? 1 : 0;
   h.invalid = invalid.empty() ? 0 : 1;
+  h.by_mpi = by_mpi ? 1 : 0;
   std::memcpy(d.reason, invalid.data(), std::min(invalid.size(), sizeof d.reason - 1));
   if (carries_data(h) && args.count > 0) std::memcpy(h.data, args.send, args.count * dtype_size(args.dtype));
   return d;
@@ -142,14 +150,50 @@ std::vector<T> exchange_all(Link& link, const T& mine) {
   return all;
 }
 
+// Every rank's header, each with its body: slot q of the workspace takes rank q's body when
+// it has this rank's length, and a peer whose body differs in length (the headers will not
+// agree) has it read into `discard`, so the link stays in step for the descriptors.
+void exchange_heads(Link& link, const CallHeader& mine, const void* body, Agreement& a) {
+  const int p = link.world_size(), r = link.rank();
+  const std::size_t bytes = body_bytes(mine);
+  std::byte* slots = bytes > 0 ? link.workspace(static_cast<std::size_t>(p) * bytes) : nullptr;
+  std::vector<std::byte> discard;
+  a.heads.assign(static_cast<std::size_t>(p), mine);
+  if (bytes > 0) a.bodies.assign(static_cast<std::size_t>(p), nullptr);
+  for (int s = 1; s < p; ++s) {
+    const int to = (r + s) % p, from = (r - s + p) % p;
+    CallHeader& theirs = a.heads[static_cast<std::size_t>(from)];
+    std::byte* slot = bytes > 0 ? slots + static_cast<std::size_t>(from) * bytes : nullptr;
+    const auto body_for = [&](std::span<const std::byte>) {
+      const std::size_t n = body_bytes(theirs);
+      if (n == bytes) return std::span<std::byte>(slot, n);
+      discard.resize(n);
+      return std::span<std::byte>(discard);
+    };
+    // By reference: a std::function holding the lambda itself would allocate on every call.
+    link.send_recv_framed(to, std::as_bytes(std::span(&mine, 1)), {static_cast<const std::byte*>(body), bytes}, from,
+                          std::as_writable_bytes(std::span(&theirs, 1)), std::cref(body_for));
+    if (bytes > 0) a.bodies[static_cast<std::size_t>(from)] = slot;
+  }
+  if (bytes > 0) {
+    a.bodies[static_cast<std::size_t>(r)] = static_cast<const std::byte*>(body);
+    a.scratch = slots + static_cast<std::size_t>(r) * bytes;
+  }
+}
+
 }  // namespace
 
-Agreement agree(Link& link, const Descriptor& mine) {
-  Agreement a{exchange_all(link, mine.head), {}};
+Agreement agree(Link& link, const Descriptor& mine, const void* body) {
+  Agreement a;
+  exchange_heads(link, mine.head, body, a);
   const auto agrees = [&](const CallHeader& h) {
     return h.invalid == 0 && std::memcmp(&h, a.heads.data(), offsetof(CallHeader, data)) == 0;
   };
-  if (!std::all_of(a.heads.begin(), a.heads.end(), agrees)) a.why = find_disagreement(exchange_all(link, mine));
+  if (!std::all_of(a.heads.begin(), a.heads.end(), agrees)) {
+    a.why = find_disagreement(exchange_all(link, mine));
+    a.bodies.clear();
+    a.scratch = nullptr;
+  }
   return a;
 }
 
@@ -203,6 +247,7 @@ std::string find_disagreement(const std::vector<Descriptor>& all) {
   add(differ("algorithm (RINGGRAD_ALGO or the cost model differ)",
              [](const Descriptor& d) { return std::string(algo_name(static_cast<Algo>(d.head.algo))); }));
   add(differ("chunk_bytes (RINGGRAD_CHUNK_BYTES)", [](const Descriptor& d) { return std::to_string(d.head.chunk_bytes); }));
+  add(differ("backend (RINGGRAD_BACKEND)", [](const Descriptor& d) { return std::string(d.head.by_mpi ? "mpi" : "ringgrad"); }));
   return fmt::format("{}", fmt::join(found, "; "));
 }
 

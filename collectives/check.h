@@ -2,8 +2,9 @@
 // rank sends a one-cache-line header of its call to every other and all compare, so ranks that
 // disagree on kind, count, dtype, op, root or algorithm all throw the same named error. Only
 // when the headers disagree (or a rank's call is invalid) do the ranks exchange the full
-// descriptors that name the mismatch. A one-shot all-reduce of a few elements rides in the
-// header: the check is then the call's only exchange, and costs nothing extra.
+// descriptors that name the mismatch. A one-shot all-reduce carries its vector with the
+// header, in it when a few elements fit, else as a body right behind it in the same exchange:
+// the check is then the call's only exchange, and costs nothing extra.
 #pragma once
 
 #include <cstdint>
@@ -34,7 +35,8 @@ struct CallHeader {
   uint8_t kind, dtype, op, algo;  // op 255 when the collective has none
   uint8_t on_device;              // 1: device buffers, 0: host memory
   uint8_t invalid;                // 1: this rank's call is invalid (the descriptor says why)
-  uint8_t unused[6];              // zero: the fields above are compared byte for byte
+  uint8_t by_mpi;                 // 1: MPI moves this call's data (RINGGRAD_BACKEND=mpi)
+  uint8_t unused[5];              // zero: the fields above are compared byte for byte
   alignas(8) std::byte data[kHeaderData];  // this rank's input when carries_data()
 };
 static_assert(sizeof(CallHeader) == 64);
@@ -49,6 +51,12 @@ struct Descriptor {
 /// memory whose vector fits in kHeaderData bytes. Every rank decides alike when headers agree.
 bool carries_data(const CallHeader& h);
 
+/// Bytes of the call's vector that follow its header as a body in the same exchange: those of
+/// a valid one-shot all-reduce of host memory that ringgrad moves, too long for the header and
+/// no longer than one piece (chunk_bytes); 0 otherwise. A receiver reads it off the sender's
+/// header, so it takes exactly what was sent even when the two disagree.
+std::size_t body_bytes(const CallHeader& h);
+
 /// Empty when the call is usable on this rank, else why not ("recv holds 10 elements, ...").
 /// Host and device buffers are not mixed in one call; device buffers must be device memory.
 std::string validate(CollKind kind, const ConstBuffer& send, const Buffer& recv, int root, int rank, int world_size);
@@ -59,20 +67,26 @@ int call_device(CollKind kind, const ConstBuffer& send, const Buffer& recv, int 
 /// The descriptor of a call; an empty `invalid` means valid, and then a call that
 /// carries_data() has its send buffer copied into the header.
 Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo algo, std::size_t chunk_bytes,
-                         bool on_device, const std::string& invalid);
+                         bool on_device, bool by_mpi, const std::string& invalid);
 
 /// What agree() found: every rank's header, and why they disagree ("" when they agree).
 struct Agreement {
   std::vector<CallHeader> heads;  // by rank
   std::string why;
+  /// When the headers agree and body_bytes() > 0: every rank's vector by rank (this rank's is
+  /// its `body`, the others' lie in the link's workspace), and body_bytes() more of workspace
+  /// for the reduction. Empty and null otherwise.
+  std::vector<const std::byte*> bodies;
+  std::byte* scratch = nullptr;
 };
 
-/// Exchanges headers; `why` is empty when every header agrees with every other and all are
+/// Exchanges headers, each followed by its body (body_bytes(); this rank's is `body`, the
+/// call's send buffer); `why` is empty when every header agrees with every other and all are
 /// valid, otherwise, after a second exchange of the full descriptors, the same message on every
-/// rank (find_disagreement). One message to and from every peer per exchange, in p-1 pairwise
-/// steps over `link` (made with tag kCheckTag). Throws TransportError if a peer is dead or
-/// silent past the timeout.
-Agreement agree(Link& link, const Descriptor& mine);
+/// rank (find_disagreement). One exchange with every peer each time, in p-1 pairwise steps
+/// over `link` (made with tag kCheckTag). Throws TransportError if a peer is dead or silent
+/// past the timeout.
+Agreement agree(Link& link, const Descriptor& mine, const void* body = nullptr);
 
 /// all_to_all_v's pairwise agreement: each rank sends every peer the count it will send it and
 /// compares the peer's with the count it expects. Empty when all match, else this rank's

@@ -465,24 +465,30 @@ void Communicator::break_on(const std::exception& error) {
 bool Communicator::check_agreement(const Task& task) {
   if (!is_collective(task.kind) || !options_.check_args) return false;
   const std::size_t chunk = task.device == kHost ? options_.chunk_bytes : options_.device_chunk_bytes;
-  Descriptor mine = describe_call(task.kind, task.seq, task.args, task.algo, chunk, task.device != kHost, task.invalid);
+  const bool on_device = task.device != kHost, by_mpi = mpi_ != nullptr;
+  Descriptor mine = describe_call(task.kind, task.seq, task.args, task.algo, chunk, on_device, by_mpi, task.invalid);
   // The headers travel like the data: shared memory once it is set up (the first host
   // collective is checked over TCP, before the ranks meet to set it up).
   const std::unique_ptr<Link> link = host_link(kCheckTag, true);
-  Agreement agreed = agree(*link, mine);
+  Agreement agreed = agree(*link, mine, task.args.send);
   if (agreed.why.empty() && task.kind == CollKind::kAllToAllV) {
     // Per-peer counts: each pair compares its own, then every rank hears every mismatch.
-    mine = describe_call(task.kind, task.seq, task.args, task.algo, chunk, task.device != kHost,
+    mine = describe_call(task.kind, task.seq, task.args, task.algo, chunk, on_device, by_mpi,
                          check_counts(*link, task.send_counts, task.recv_counts));
     agreed = agree(*link, mine);
   }
   if (!agreed.why.empty()) throw CollectiveError(fmt::format("{}: {}", where(task), agreed.why));
-  if (!carries_data(mine.head) || mpi_) return false;  // under MPI, MPI runs every host call
-  // Every rank's vector came in its header: the one-shot all-reduce is done but for the sum.
+  // Every rank's vector came in or behind its header: the one-shot all-reduce is done but for
+  // the sum. (Under MPI, MPI runs every host call.)
+  const CollArgs& a = task.args;
+  if (!agreed.bodies.empty()) {
+    reduce_in_rank_order(*link, agreed.bodies, a.recv, a.count, a.dtype, a.op, agreed.scratch);
+    return true;
+  }
+  if (!carries_data(mine.head) || mpi_) return false;
   std::vector<const std::byte*> inputs;
   for (const CallHeader& h : agreed.heads) inputs.push_back(h.data);
-  reduce_in_rank_order(*link, inputs, task.args.recv, task.args.count, task.args.dtype, task.args.op,
-                       link->workspace(kHeaderData));
+  reduce_in_rank_order(*link, inputs, a.recv, a.count, a.dtype, a.op, link->workspace(kHeaderData));
   return true;
 }
 

@@ -4,8 +4,9 @@
 // any algorithm can be for a small vector (NCCL and TensorRT-LLM reduce small messages inside
 // a node this way); its bytes grow with p, so larger vectors and worlds take the ring or
 // halving-doubling. Every rank computes x_0 op x_1 op ... op x_{p-1} in that order, so all
-// hold the same bits. With the argument check on, a vector that fits in the check's header
-// travels inside it, and the call is one exchange in all (check.h: carries_data).
+// hold the same bits. With the argument check on, the vector travels with the check's header,
+// inside it when it fits and right behind it when it fits one piece, and the call is one
+// exchange in all (check.h: carries_data, body_bytes).
 #include <vector>
 
 #include "collectives/algorithms/algorithms.h"

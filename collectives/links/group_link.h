@@ -19,6 +19,10 @@ class GroupLink final : public Link {
                  std::size_t recv_bytes) override;
   void send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst, const void* a,
                         std::size_t count, DType dtype, ReduceOp op) override;
+  void send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
+                        std::span<std::byte> their_head, const BodyFor& body_for) override {
+    base_.send_recv_framed(base_rank(to), head, body, base_rank(from), their_head, body_for);
+  }
   void isend(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) override;
   void irecv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending) override;
   void copy(void* dst, const void* src, std::size_t bytes) override { base_.copy(dst, src, bytes); }

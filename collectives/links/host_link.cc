@@ -44,10 +44,33 @@ void HostLink::send_recv(int to, const void* send, std::size_t send_bytes, int f
                      std::size_t recv_bytes) {
   std::vector<Pending> sends;
   post_send(to, send, send_bytes, sends);
-  auto* p = static_cast<std::byte*>(recv);
-  if (from >= 0)
-    for (std::size_t off = 0; off < recv_bytes; off += chunk_bytes())
-      transport_.recv(group_.job_rank(from), {p + off, std::min(chunk_bytes(), recv_bytes - off)}, tag_, group_.stream);
+  if (from >= 0) receive(from, {static_cast<std::byte*>(recv), recv_bytes});
+  wait_all(sends);
+}
+
+void HostLink::receive(int from, std::span<std::byte> into) {
+  for (std::size_t off = 0; off < into.size(); off += chunk_bytes())
+    transport_.recv(group_.job_rank(from), {into.data() + off, std::min(chunk_bytes(), into.size() - off)}, tag_,
+                    group_.stream);
+}
+
+// Head and body both leave before anything is received: on this thread when both are small
+// (so neither waits for a hand-off), else both through the progress thread, in order.
+void HostLink::send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
+                                std::span<std::byte> their_head, const BodyFor& body_for) {
+  std::vector<Pending> sends;
+  const auto eager = [&](std::size_t bytes) { return bytes <= kEagerBytes && bytes <= chunk_bytes(); };
+  if (eager(head.size()) && eager(body.size())) {
+    post_send(to, head.data(), head.size(), sends);
+    post_send(to, body.data(), body.size(), sends);
+  } else {
+    isend(to, head.data(), head.size(), sends);
+    isend(to, body.data(), body.size(), sends);
+  }
+  if (from >= 0) {
+    receive(from, their_head);
+    receive(from, body_for(their_head));
+  }
   wait_all(sends);
 }
 

@@ -24,12 +24,16 @@ class HostLink final : public HostMemoryLink {
                  std::size_t recv_bytes) override;
   void send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst, const void* a,
                         std::size_t count, DType dtype, ReduceOp op) override;
+  void send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
+                        std::span<std::byte> their_head, const BodyFor& body_for) override;
   void isend(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) override;
   void irecv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending) override;
 
  private:
   // A small message is sent at once on this thread, a large one queued to the progress thread.
   void post_send(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending);
+  // Blocking receive of `into` from `from`, piece by piece, on this thread.
+  void receive(int from, std::span<std::byte> into);
 
   transport::Transport& transport_;
   const Group& group_;

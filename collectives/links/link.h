@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "collectives/dtype.h"
@@ -57,6 +58,17 @@ class Link {
   /// still on its way.
   virtual void send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst,
                                 const void* a, std::size_t count, DType dtype, ReduceOp op) = 0;
+
+  /// Where a received head's body goes: its bytes (empty: no body follows), given the head.
+  using BodyFor = std::function<std::span<std::byte>(std::span<const std::byte> head)>;
+
+  /// Two messages each way for the wait of one: sends `head`, then `body` (may be empty), to
+  /// rank `to`; receives a head of head.size() bytes from rank `from` into `their_head`, then
+  /// the body `body_for(their_head)` says. Both sends leave before either receive waits, so a
+  /// body costs no round trip of its own, and the receiver learns from the head how much body
+  /// to take: ranks whose bodies differ in size stay in step.
+  virtual void send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
+                                std::span<std::byte> their_head, const BodyFor& body_for) = 0;
 
   void send(int to, const void* data, std::size_t bytes) { send_recv(to, data, bytes, -1, nullptr, 0); }
   void recv(int from, void* data, std::size_t bytes) { send_recv(-1, nullptr, 0, from, data, bytes); }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "collectives/links/link.h"
@@ -24,6 +25,17 @@ class PollingLink : public Base {
   void send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst, const void* a,
                         std::size_t count, DType dtype, ReduceOp op) final {
     exchange(Outgoing::of(to, send, send_bytes), Incoming::reduce(from, dst, a, count, dtype, op));
+  }
+  /// Head and body go into the peer's inbox first (two pieces, which the inbox has room for),
+  /// then this rank takes the peer's: one exchange's wait, run on this thread.
+  void send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
+                        std::span<std::byte> their_head, const typename Base::BodyFor& body_for) final {
+    this->send(to, head.data(), head.size());
+    this->send(to, body.data(), body.size());
+    if (from < 0) return;
+    this->recv(from, their_head.data(), their_head.size());
+    const std::span<std::byte> their_body = body_for(their_head);
+    this->recv(from, their_body.data(), their_body.size());
   }
   /// Runs the send now: it returns once every piece is in the peer's inbox (or on the wire).
   void isend(int to, const void* data, std::size_t bytes, std::vector<Pending>&) final { this->send(to, data, bytes); }

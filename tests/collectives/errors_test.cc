@@ -304,4 +304,45 @@ TEST_CASE("a first host collective that rides in the argument check still sets u
   }));
 }
 
+// A one-shot all-reduce whose vector is too long for the check's header sends it right behind
+// the header (check.h: body_bytes): the sums must be the closed form's at every length around
+// the header's 24 bytes and the one piece of 128 KiB, out of place and in place, and ranks whose
+// bodies differ in length must still get the named error and stay in step.
+TEST_CASE("vectors carried behind the check's header sum right, and bodies of different lengths are named", "[collectives]") {
+  for (const bool shm : {true, false}) {
+    for (const int p : {2, 3}) {
+      INFO((shm ? "shared memory, " : "TCP, ") << p << " ranks");
+      require_all_ok(run_ranks(p, [&](const transport::Config& config) {
+        collectives::CommOptions options;
+        options.shared_memory = shm;
+        Communicator comm(config, options);
+        const int r = comm.rank();
+        const float ranks_sum = static_cast<float>(p * (p + 1) / 2);
+        for (const std::size_t n : {6u, 7u, 1000u, 32768u, 32769u}) {
+          std::vector<float> x(n), y(n);
+          for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<float>(i % 7) * static_cast<float>(r + 1);
+          comm.all_reduce(Buffer{x.data(), n, DType::kFloat32}, Buffer{y.data(), n, DType::kFloat32}, ReduceOp::SUM,
+                          Algo::kOneShot);
+          comm.all_reduce(Buffer{x.data(), n, DType::kFloat32}, Buffer{x.data(), n, DType::kFloat32}, ReduceOp::SUM,
+                          Algo::kOneShot);
+          for (std::size_t i = 0; i < n; ++i) {
+            const float want = static_cast<float>(i % 7) * ranks_sum;
+            check(y[i] == want && x[i] == want,
+                  fmt::format("rank {}, {} floats: element {} is {} out of place and {} in place, not {}", r, n, i, y[i],
+                              x[i], want));
+          }
+        }
+        std::vector<float> v(1001, 1.0f);
+        const std::size_t m = r == 1 ? 1001 : 1000;
+        expect_error("bodies of 4000 and 4004 bytes", [&] {
+          comm.all_reduce(Buffer{v.data(), m, DType::kFloat32}, Buffer{v.data(), m, DType::kFloat32}, ReduceOp::SUM);
+        }, {"ranks disagree on count: 1000 on rank", "1001 on rank 1"});
+        std::vector<float> after(100, static_cast<float>(r + 1));
+        comm.all_reduce(Buffer{after.data(), 100, DType::kFloat32}, Buffer{after.data(), 100, DType::kFloat32}, ReduceOp::SUM);
+        check(after[99] == ranks_sum, fmt::format("rank {}: all_reduce after the error gave {}", r, after[99]));
+      }));
+    }
+  }
+}
+
 }  // namespace ringgrad::test
