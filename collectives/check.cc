@@ -164,7 +164,7 @@ void exchange_heads(Link& link, const CallHeader& mine, const void* body, Agreem
     const int to = (r + s) % p, from = (r - s + p) % p;
     CallHeader& theirs = a.heads[static_cast<std::size_t>(from)];
     std::byte* slot = bytes > 0 ? slots + static_cast<std::size_t>(from) * bytes : nullptr;
-    const auto body_for = [&](std::span<const std::byte>) {
+    const auto body_for = [&](std::span<const std::byte> /*head, received into theirs*/) {
       const std::size_t n = body_bytes(theirs);
       if (n == bytes) return std::span<std::byte>(slot, n);
       discard.resize(n);

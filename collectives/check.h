@@ -1,10 +1,10 @@
 // The argument check: each rank validates its own buffers, then (unless turned off) every
 // rank sends a one-cache-line header of its call to every other and all compare, so ranks that
-// disagree on kind, count, dtype, op, root or algorithm all throw the same named error. Only
-// when the headers disagree (or a rank's call is invalid) do the ranks exchange the full
-// descriptors that name the mismatch. A one-shot all-reduce carries its vector with the
-// header, in it when a few elements fit, else as a body right behind it in the same exchange:
-// the check is then the call's only exchange, and costs nothing extra.
+// disagree on kind, count, dtype, op, root, algorithm, chunk size or backend all throw the same
+// named error. Only when the headers disagree (or a rank's call is invalid) do the ranks
+// exchange the full descriptors that name the mismatch. A one-shot all-reduce carries its
+// vector with the header, in it when a few elements fit, else as a body right behind it in the
+// same exchange: the check is then the call's only exchange, and costs nothing extra.
 #pragma once
 
 #include <cstdint>

@@ -479,7 +479,8 @@ bool Communicator::check_agreement(const Task& task) {
   }
   if (!agreed.why.empty()) throw CollectiveError(fmt::format("{}: {}", where(task), agreed.why));
   // Every rank's vector came in or behind its header: the one-shot all-reduce is done but for
-  // the sum. (Under MPI, MPI runs every host call.)
+  // the sum. Under MPI, MPI runs every host call: no header says a body follows (body_bytes
+  // reads by_mpi), and the vectors inside headers go unused.
   const CollArgs& a = task.args;
   if (!agreed.bodies.empty()) {
     reduce_in_rank_order(*link, agreed.bodies, a.recv, a.count, a.dtype, a.op, agreed.scratch);

@@ -68,8 +68,12 @@ void HostLink::send_recv_framed(int to, std::span<const std::byte> head, std::sp
     isend(to, body.data(), body.size(), sends);
   }
   if (from >= 0) {
-    receive(from, their_head);
-    receive(from, body_for(their_head));
+    // Each whole, as sent: a head, and a body no longer than one piece of the sender's chunk,
+    // are one message each, whatever this rank's own chunk size (ranks that disagree on it
+    // must still read them, to learn why).
+    transport_.recv(group_.job_rank(from), their_head, tag_, group_.stream);
+    const std::span<std::byte> their_body = body_for(their_head);
+    if (!their_body.empty()) transport_.recv(group_.job_rank(from), their_body, tag_, group_.stream);
   }
   wait_all(sends);
 }

@@ -66,7 +66,8 @@ class Link {
   /// rank `to`; receives a head of head.size() bytes from rank `from` into `their_head`, then
   /// the body `body_for(their_head)` says. Both sends leave before either receive waits, so a
   /// body costs no round trip of its own, and the receiver learns from the head how much body
-  /// to take: ranks whose bodies differ in size stay in step.
+  /// to take: ranks whose bodies differ in size stay in step. Head and body are at most one
+  /// piece (chunk_bytes) each: both are in the peer's inbox, or on the wire, before it reads.
   virtual void send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
                                 std::span<std::byte> their_head, const BodyFor& body_for) = 0;
 

@@ -26,8 +26,9 @@ class PollingLink : public Base {
                         std::size_t count, DType dtype, ReduceOp op) final {
     exchange(Outgoing::of(to, send, send_bytes), Incoming::reduce(from, dst, a, count, dtype, op));
   }
-  /// Head and body go into the peer's inbox first (two pieces, which the inbox has room for),
-  /// then this rank takes the peer's: one exchange's wait, run on this thread.
+  /// Head and body go into the peer's inbox first (two pieces; a shared-memory inbox holds
+  /// four), then this rank takes the peer's: one exchange's wait, run on this thread. The
+  /// argument check calls it on host links only.
   void send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
                         std::span<std::byte> their_head, const typename Base::BodyFor& body_for) final {
     this->send(to, head.data(), head.size());

@@ -310,7 +310,7 @@ TEST_CASE("a first host collective that rides in the argument check still sets u
 // bodies differ in length must still get the named error and stay in step.
 TEST_CASE("vectors carried behind the check's header sum right, and bodies of different lengths are named", "[collectives]") {
   for (const bool shm : {true, false}) {
-    for (const int p : {2, 3}) {
+    for (const int p : {1, 2, 3}) {
       INFO((shm ? "shared memory, " : "TCP, ") << p << " ranks");
       require_all_ok(run_ranks(p, [&](const transport::Config& config) {
         collectives::CommOptions options;
@@ -332,6 +332,7 @@ TEST_CASE("vectors carried behind the check's header sum right, and bodies of di
                               x[i], want));
           }
         }
+        if (p == 1) return;  // nobody to disagree with
         std::vector<float> v(1001, 1.0f);
         const std::size_t m = r == 1 ? 1001 : 1000;
         expect_error("bodies of 4000 and 4004 bytes", [&] {
@@ -343,6 +344,21 @@ TEST_CASE("vectors carried behind the check's header sum right, and bodies of di
       }));
     }
   }
+}
+
+// A body is one piece of its sender's chunk: a rank with a smaller chunk must still read it
+// whole over TCP (where the first host collective is checked) and report the chunk sizes.
+TEST_CASE("ranks with different chunk sizes get the named error when a body would follow", "[collectives]") {
+  require_all_ok(run_ranks(2, [&](const transport::Config& config) {
+    collectives::CommOptions options;
+    options.chunk_bytes = config.rank == 1 ? 4096 : 128 << 10;
+    Communicator comm(config, options);
+    std::vector<float> x(2048, 1.0f);  // 8 KiB: a body behind rank 0's header, none behind rank 1's
+    expect_error("chunk sizes", [&] {
+      comm.all_reduce(Buffer{x.data(), x.size(), DType::kFloat32}, Buffer{x.data(), x.size(), DType::kFloat32},
+                      ReduceOp::SUM, Algo::kOneShot);
+    }, {"ranks disagree on chunk_bytes (RINGGRAD_CHUNK_BYTES): 131072 on rank 0; 4096 on rank 1"});
+  }));
 }
 
 }  // namespace ringgrad::test
