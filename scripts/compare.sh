@@ -4,7 +4,7 @@
 # and MPI drivers exist, builds what it runs, then runs bench/compare/compare.py: interleaved
 # rounds, one table with the machine named, JSON and SVG plots under bench/results/.
 #   scripts/compare.sh [all|all_reduce|collectives|gpt|ddp|mlp|latency|contest ...] [--rounds 3] [--data FILE]
-#                      [--budget 300]   (latency: small all-reduces, and contest: the fixed-time runs of docs/speedrun.md, not in all)
+#                      [--budget 300] [--isa avx2]   (latency: small all-reduces, and contest: the fixed-time runs of docs/speedrun.md, not in all)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 /usr/bin/python3 bench/compare/compare.py --args-only "$@"  # a wrong argument stops here, before any install or build

@@ -9,7 +9,7 @@ ever left blank.
 
   compare.py [all|all_reduce|collectives|gpt|ddp|mlp|latency|contest ...] [--rounds 3] [--build build]
              [--data tinyshakespeare.txt] [--out bench/results] [--python /usr/bin/python3]
-             [--mpirun mpirun] [--budget 300] [--check-only]
+             [--mpirun mpirun] [--budget 300] [--isa native|avx2] [--check-only]
 
 Sections: all_reduce (ringgrad over shared memory and TCP beside Open MPI over both, libgloo's
 ring_chunked and halving_doubling, PyTorch's gloo backend; 2 ranks, float32 sum, in place),
@@ -26,6 +26,10 @@ contest (not part of all: 4 runs of --budget seconds a round) is the fixed-time 
 docs/speedrun.md on 2 ranks: the speedrun preset and the baby recipe (global batch 24), each by
 train_gpt and by its PyTorch twin (torch_contest.py, given the run's `train_gpt --print_config`),
 round r with seed r; the whole-split validation loss, lower is better.
+--isa avx2 runs everything as on an AVX2-only x86 machine, on one that has AVX-512: OpenBLAS's
+Haswell kernels for both frameworks (OPENBLAS_CORETYPE=Haswell) and PyTorch's AVX2 kernels
+(ATEN_CPU_CAPABILITY=avx2). ringgrad's own loops run their AVX2 builds anyway, except GELU, whose
+AVX-512 build GCC's resolver still picks (docs/transformer.md measures what that is worth).
 Writes <out>/compare.json (every measurement), compare_all_reduce.svg and compare_training.svg.
 """
 import argparse
@@ -312,6 +316,8 @@ def main():
     parser.add_argument("--python", default="/usr/bin/python3", help="the Python that imports torch (Debian's)")
     parser.add_argument("--mpirun", default="mpirun", help="Open MPI's launcher")
     parser.add_argument("--budget", type=float, default=300, help="contest: seconds of training steps per run")
+    parser.add_argument("--isa", choices=["native", "avx2"], default="native",
+                        help="avx2: run as on an AVX2-only machine (OpenBLAS's and PyTorch's AVX2 kernels)")
     parser.add_argument("--check-only", action="store_true", help="check that every peer can run, and stop")
     parser.add_argument("--args-only", action="store_true", help="check the arguments, and stop (before a build)")
     args = parser.parse_args()
@@ -326,14 +332,18 @@ def main():
     if {"gpt", "ddp", "contest"} & set(sections) and not Path(args.data).is_file():
         why = "is a directory, not a file" if Path(args.data).is_dir() else "no such file"
         parser.error(f"--data {args.data}: {why} (the GPT rows need the text, tinyshakespeare.txt)")
+    where = machine()
+    if args.isa == "avx2" and where["isa"] == "SSE only":
+        parser.error(f"--isa avx2: this CPU ({where['cpu']}) has no AVX2")
     if args.args_only:
         return 0
     sizes = [8 * 8 ** i for i in range(8)]  # 8 B to 16 MiB
     if os.getuid() == 0:  # mpirun refuses root without these
         os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
-    where = machine()
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    if where["isa"] == "AVX-512":  # the OpenBLAS kernels ringgrad loads here (tensor/openblas.h), for PyTorch too
+    if args.isa == "avx2":  # what an AVX2-only machine would run, for both frameworks
+        os.environ.update(OPENBLAS_CORETYPE="Haswell", ATEN_CPU_CAPABILITY="avx2")
+    elif where["isa"] == "AVX-512":  # the OpenBLAS kernels ringgrad loads here (tensor/openblas.h), for PyTorch too
         os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
     jobs = jobs_for(sections, args, sizes)
     try:
@@ -353,10 +363,14 @@ def main():
         print(f"compare: {e}", file=sys.stderr)
         return 1
     where["load_after"] = open("/proc/loadavg").read().split()[:3]
-    openblas = os.environ.get("OPENBLAS_CORETYPE")
+    openblas, aten = os.environ.get("OPENBLAS_CORETYPE"), os.environ.get("ATEN_CPU_CAPABILITY")
+    emulated = "; as on an AVX2-only machine (--isa avx2), except ringgrad's GELU, which runs its AVX-512 build" \
+        if args.isa == "avx2" else ""
     header = (f"Machine: {where['cpu']} ({where['isa']}), {where['cores']} cores, load average {' '.join(where['load'])} "
               f"before and {' '.join(where['load_after'])} after; {args.rounds} interleaved round{'s' if args.rounds > 1 else ''}; one thread per "
-              f"process{'; OPENBLAS_CORETYPE=' + openblas + ' for ringgrad and PyTorch alike' if openblas else ''}.")
+              f"process{'; OPENBLAS_CORETYPE=' + openblas + ' for ringgrad and PyTorch alike' if openblas else ''}"
+              f"{'; ATEN_CPU_CAPABILITY=' + aten + ' for PyTorch' if aten else ''}"
+              f"{emulated}.")
     out = [header, ""]
     results = {s: {p: {k: summarize(v) for k, v in peers.items()} for p, peers in by_peer.items()}
                for s, by_peer in measured.items()}
@@ -411,7 +425,7 @@ def main():
               for s, by_peer in results.items()}
     # Sections run only when named write a file of their own, so compare.json keeps the last full run.
     name = "compare.json" if set(sections) & set(SECTIONS) else "_".join(sections) + ".json"
-    json.dump({"machine": where, "rounds": args.rounds, "results": serial, "tables": text},
+    json.dump({"machine": where, "isa": args.isa, "rounds": args.rounds, "results": serial, "tables": text},
               open(f"{args.out}/{name}", "w"), indent=1)
     written = compare_plots.write(results, sizes, where, args.out)
     print("wrote " + ", ".join([f"{args.out}/{name}"] + written))
