@@ -1,5 +1,6 @@
 // Element-wise ops and their derivatives. Broadcast inputs get their gradient summed back to
 // their own shape (sum_to), the rule that makes `x @ W + b` give b a gradient of b's shape.
+#include "autograd/grad_mode.h"
 #include "autograd/node.h"
 #include "autograd/ops.h"
 #include "tensor/elementwise.h"
@@ -93,8 +94,12 @@ Tensor relu(const Tensor& a) {
 }
 
 Tensor gelu(const Tensor& a) {
-  return record("gelu", k::gelu(a), {a}, [a = a.detach()](const Tensor& g) {
-    return std::vector<Tensor>{k::gelu_backward(g, a)};
+  if (!GradMode::is_enabled() || !a.requires_grad()) return k::gelu(a);
+  // The slope comes with the value (one tanh per element, not one each way) and is kept instead
+  // of the input, the same size: backward is then one multiply, bit for bit gelu_backward(g, a).
+  k::GeluWithSlope out = k::gelu_with_slope(a);
+  return record("gelu", out.y, {a}, [slope = out.slope](const Tensor& g) {
+    return std::vector<Tensor>{k::mul(g, slope)};
   });
 }
 

@@ -87,13 +87,18 @@ Tensor map_binary(const Tensor& a, const Tensor& b, [[maybe_unused]] BinaryOp ki
 }
 
 // GELU is the one element-wise op of a GPT step large enough to matter (B T 4C elements per
-// block, forward and backward), so its float32 loops are built per instruction set.
+// block), so its float32 loops are built per instruction set: the value alone (no gradient to
+// come), and the value with the slope that backward multiplies by.
 RINGGRAD_CPU_CLONES_AVX512 void gelu_f32(const float* x, float* y, std::int64_t n) {
   for (std::int64_t i = 0; i < n; ++i) y[i] = gelu_value(x[i]);
 }
 
-RINGGRAD_CPU_CLONES_AVX512 void gelu_backward_f32(const float* g, const float* x, float* out, std::int64_t n) {
-  for (std::int64_t i = 0; i < n; ++i) out[i] = gelu_grad(g[i], x[i]);
+RINGGRAD_CPU_CLONES_AVX512 void gelu_with_slope_f32(const float* x, float* y, float* slope, std::int64_t n) {
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float t = gelu_tanh(gelu_inner(x[i]));
+    y[i] = gelu_value_given_tanh(x[i], t);
+    slope[i] = gelu_slope_given_tanh(x[i], t);
+  }
 }
 
 }  // namespace
@@ -146,13 +151,17 @@ Tensor relu_backward(const Tensor& grad, const Tensor& x) {
 }
 
 Tensor gelu_backward(const Tensor& grad, const Tensor& x) {
-  if (!grad.is_cuda() && !x.is_cuda() && grad.dtype() == DType::Float32 && x.dtype() == DType::Float32 &&
-      grad.shape() == x.shape() && grad.is_contiguous() && x.is_contiguous()) {
-    Tensor out = Tensor::empty(x.shape(), x.dtype());
-    gelu_backward_f32(grad.data<float>(), x.data<float>(), out.data<float>(), x.numel());
+  return map_binary(grad, x, BinaryOp::gelu_backward, "gelu_backward", [](auto g, auto v) { return gelu_grad(g, v); });
+}
+
+GeluWithSlope gelu_with_slope(const Tensor& x) {
+  if (!x.is_cuda() && x.dtype() == DType::Float32 && x.is_contiguous()) {
+    GeluWithSlope out{Tensor::empty(x.shape(), x.dtype()), Tensor::empty(x.shape(), x.dtype())};
+    gelu_with_slope_f32(x.data<float>(), out.y.data<float>(), out.slope.data<float>(), x.numel());
     return out;
   }
-  return map_binary(grad, x, BinaryOp::gelu_backward, "gelu_backward", [](auto g, auto v) { return gelu_grad(g, v); });
+  // Elsewhere (float64, strided, a GPU) the slope is gelu_backward of ones: 1 * slope is slope.
+  return {gelu(x), gelu_backward(Tensor::ones(x.shape(), x.dtype(), x.device()), x)};
 }
 
 void add_(const Tensor& dst, const Tensor& src, double alpha) {

@@ -35,6 +35,13 @@ Tensor gelu(const Tensor& a);
 Tensor relu_backward(const Tensor& grad, const Tensor& x);
 /// grad * d gelu(x)/dx for the tanh approximation above.
 Tensor gelu_backward(const Tensor& grad, const Tensor& x);
+/// GELU of x and its slope d gelu(x)/dx, both shaped as x, from one tanh per element: what a
+/// training forward keeps so that backward is one multiply, grad * slope, bit for bit
+/// gelu_backward(grad, x).
+struct GeluWithSlope {
+  Tensor y, slope;
+};
+GeluWithSlope gelu_with_slope(const Tensor& x);
 
 // In place (the first argument is written; it is never broadcast).
 /// dst += alpha * src, src broadcast to dst's shape.

@@ -38,21 +38,36 @@ RINGGRAD_HOST_DEVICE T gelu_tanh(T u) {
   }
 }
 
+/// The argument of GELU's tanh: sqrt(2/pi) (x + 0.044715 x^3).
+template <typename T>
+RINGGRAD_HOST_DEVICE T gelu_inner(T x) {
+  return T(kGeluScale) * (x + T(kGeluCubic) * x * x * x);
+}
+
+/// GELU's value, given t = tanh(gelu_inner(x)): 0.5 x (1 + t).
+template <typename T>
+RINGGRAD_HOST_DEVICE T gelu_value_given_tanh(T x, T t) {
+  return T(0.5) * x * (1 + t);
+}
+
+/// GELU's slope d gelu(x)/dx, given t = tanh(gelu_inner(x)):
+/// d/dx [x/2 (1 + tanh u)] = (1 + tanh u)/2 + x/2 (1 - tanh^2 u) du/dx.
+template <typename T>
+RINGGRAD_HOST_DEVICE T gelu_slope_given_tanh(T x, T t) {
+  const T d_inner = T(kGeluScale) * (1 + 3 * T(kGeluCubic) * x * x);
+  return T(0.5) * (1 + t) + T(0.5) * x * (1 - t * t) * d_inner;
+}
+
 /// 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
 template <typename T>
 RINGGRAD_HOST_DEVICE T gelu_value(T x) {
-  const T inner = T(kGeluScale) * (x + T(kGeluCubic) * x * x * x);
-  return T(0.5) * x * (1 + gelu_tanh(inner));
+  return gelu_value_given_tanh(x, gelu_tanh(gelu_inner(x)));
 }
 
 /// g * d gelu(v) / dv.
 template <typename T>
 RINGGRAD_HOST_DEVICE T gelu_grad(T g, T v) {
-  const T inner = T(kGeluScale) * (v + T(kGeluCubic) * v * v * v);
-  const T t = gelu_tanh(inner);
-  const T d_inner = T(kGeluScale) * (1 + 3 * T(kGeluCubic) * v * v);
-  // d/dx [x/2 (1 + tanh u)] = (1 + tanh u)/2 + x/2 (1 - tanh^2 u) du/dx
-  return g * (T(0.5) * (1 + t) + T(0.5) * v * (1 - t * t) * d_inner);
+  return g * gelu_slope_given_tanh(v, gelu_tanh(gelu_inner(v)));
 }
 
 }  // namespace ringgrad::kernels

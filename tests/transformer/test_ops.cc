@@ -160,6 +160,24 @@ TEST_CASE("gelu: float32 (rational tanh) agrees with float64 (std::tanh)") {
   CHECK(max_abs_diff(kernels::gelu_backward(g32, x32), kernels::gelu_backward(g64, x64)) < 1e-5);
 }
 
+TEST_CASE("gelu: the slope kept by a training forward gives gelu_backward's bits, contiguous or strided, both dtypes") {
+  for (const DType dtype : {DType::Float32, DType::Float64}) {
+    for (const bool strided : {false, true}) {
+      CAPTURE(dtype_name(dtype), strided);
+      // Pre-activations in [-8, 8]: across GELU's bend and past the float tanh's clamp (|u| > 7.9 from |x| 5.3).
+      Tensor base = kernels::to_dtype(random_input({6, 2, 40}, 77), dtype);
+      kernels::mul_(base, 8.0);
+      Tensor x = (strided ? kernels::transpose(base, 0, 2) : base).detach();
+      x.set_requires_grad(true);
+      const Tensor y = gelu(x);
+      const Tensor g = kernels::to_dtype(random_input(y.shape(), 78), dtype);
+      backward(y, g);
+      CHECK(max_abs_diff(y, kernels::gelu(x.detach())) == 0);
+      CHECK(max_abs_diff(x.grad(), kernels::gelu_backward(g, x.detach())) == 0);
+    }
+  }
+}
+
 TEST_CASE("rotary: each (i, i + d/2) pair of q and k turned by t 10000^(-2i/d), v untouched, backward by gradcheck") {
   const std::int64_t heads = 2, d = 4, c = heads * d, t_len = 5;
   const Tensor qkv = random_input({2, t_len, 3 * c}, 41);
