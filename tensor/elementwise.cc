@@ -160,8 +160,9 @@ GeluWithSlope gelu_with_slope(const Tensor& x) {
     gelu_with_slope_f32(x.data<float>(), out.y.data<float>(), out.slope.data<float>(), x.numel());
     return out;
   }
-  // Elsewhere (float64, strided, a GPU) the slope is gelu_backward of ones: 1 * slope is slope.
-  return {gelu(x), gelu_backward(Tensor::ones(x.shape(), x.dtype(), x.device()), x)};
+  // Elsewhere (float64, strided, a GPU) the slope is gelu_backward of a broadcast 1: 1 * slope
+  // is slope.
+  return {gelu(x), gelu_backward(Tensor::scalar(1.0, x.dtype(), x.device()), x)};
 }
 
 void add_(const Tensor& dst, const Tensor& src, double alpha) {

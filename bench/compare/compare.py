@@ -343,6 +343,7 @@ def main():
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if args.isa == "avx2":  # what an AVX2-only machine would run, for both frameworks
         os.environ.update(OPENBLAS_CORETYPE="Haswell", ATEN_CPU_CAPABILITY="avx2")
+        where["run_as"] = "AVX2-only"
     elif where["isa"] == "AVX-512":  # the OpenBLAS kernels ringgrad loads here (tensor/openblas.h), for PyTorch too
         os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
     jobs = jobs_for(sections, args, sizes)
@@ -364,8 +365,11 @@ def main():
         return 1
     where["load_after"] = open("/proc/loadavg").read().split()[:3]
     openblas, aten = os.environ.get("OPENBLAS_CORETYPE"), os.environ.get("ATEN_CPU_CAPABILITY")
-    emulated = "; as on an AVX2-only machine (--isa avx2), except ringgrad's GELU, which runs its AVX-512 build" \
-        if args.isa == "avx2" else ""
+    emulated = ""
+    if args.isa == "avx2":
+        emulated = "; as on an AVX2-only machine (--isa avx2)"
+        if where["isa"] == "AVX-512":
+            emulated += ", except ringgrad's GELU, which runs its AVX-512 build"
     header = (f"Machine: {where['cpu']} ({where['isa']}), {where['cores']} cores, load average {' '.join(where['load'])} "
               f"before and {' '.join(where['load_after'])} after; {args.rounds} interleaved round{'s' if args.rounds > 1 else ''}; one thread per "
               f"process{'; OPENBLAS_CORETYPE=' + openblas + ' for ringgrad and PyTorch alike' if openblas else ''}"
@@ -425,7 +429,7 @@ def main():
               for s, by_peer in results.items()}
     # Sections run only when named write a file of their own, so compare.json keeps the last full run.
     name = "compare.json" if set(sections) & set(SECTIONS) else "_".join(sections) + ".json"
-    json.dump({"machine": where, "isa": args.isa, "rounds": args.rounds, "results": serial, "tables": text},
+    json.dump({"machine": where, "rounds": args.rounds, "results": serial, "tables": text},
               open(f"{args.out}/{name}", "w"), indent=1)
     written = compare_plots.write(results, sizes, where, args.out)
     print("wrote " + ", ".join([f"{args.out}/{name}"] + written))

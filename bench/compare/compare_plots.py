@@ -54,7 +54,8 @@ def ratio_plot(rows, caption):
 
 def write(results, sizes, machine, out):
     """Writes the plots that the measured sections allow; returns their paths."""
-    label = f"{machine['cpu']} ({machine['isa']}), {machine['cores']} cores"
+    run_as = f", run as {machine['run_as']}" if "run_as" in machine else ""
+    label = f"{machine['cpu']} ({machine['isa']}{run_as}), {machine['cores']} cores"
     written = []
     if "all_reduce" in results:
         path = f"{out}/compare_all_reduce.svg"
