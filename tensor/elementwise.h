@@ -35,9 +35,11 @@ Tensor gelu(const Tensor& a);
 Tensor relu_backward(const Tensor& grad, const Tensor& x);
 /// grad * d gelu(x)/dx for the tanh approximation above.
 Tensor gelu_backward(const Tensor& grad, const Tensor& x);
-/// GELU of x and its slope d gelu(x)/dx, both shaped as x, from one tanh per element: what a
-/// training forward keeps so that backward is one multiply, grad * slope, bit for bit
-/// gelu_backward(grad, x).
+/// GELU of x and its slope d gelu(x)/dx, both shaped as x (contiguous, x's dtype and device),
+/// from one tanh per element: what a training forward keeps so that backward is one multiply,
+/// grad * slope, bit for bit gelu_backward(grad, x). x: float32 or float64, any device. Float32
+/// on the CPU takes one fused loop; float64, strided or GPU inputs compute gelu and
+/// gelu_backward of a broadcast 1, and raise what those raise.
 struct GeluWithSlope {
   Tensor y, slope;
 };
