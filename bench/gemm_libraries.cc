@@ -8,6 +8,8 @@
 //   oneDNN    dnnl_sgemm (libdnnl2; JIT kernels chosen by the CPU's instruction sets, capped by
 //             DNNL_MAX_CPU_ISA, e.g. AVX2)
 //   BLIS      its cblas_sgemm (libblis4; kernels by CPU model)
+//   ringgrad  gemm(), what the tensor ops call: oneDNN for the large products where its AVX-512
+//             kernels run, OpenBLAS for the rest (tensor/onednn.h)
 // Single-threaded (one thread per rank is how the examples run). Rounds interleave the
 // libraries, after each library's C was checked against the reference kernel for every
 // shape; each cell is the median over rounds of the milliseconds one step spends on that
@@ -32,6 +34,7 @@
 #include <vector>
 
 #include "tensor/gemm.h"
+#include "tensor/onednn.h"
 #include "tensor/threads.h"
 
 namespace {
@@ -87,9 +90,6 @@ struct Library {
 // CBLAS's row-major sgemm, as BLIS exports it (the enum values are CBLAS's: RowMajor 101,
 // NoTrans 111, Trans 112), declared here so the bench needs no second cblas.h.
 using CblasSgemm = void (*)(int, int, int, int, int, int, float, const float*, int, const float*, int, float, float*, int);
-// oneDNN's row-major sgemm (dnnl.h), with its int64 sizes.
-using DnnlSgemm = int (*)(char, char, std::int64_t, std::int64_t, std::int64_t, float, const float*, std::int64_t,
-                          const float*, std::int64_t, float, float*, std::int64_t);
 
 template <typename F>
 F load(const char* library, const char* symbol) {
@@ -112,7 +112,12 @@ std::vector<Library> load_libraries() {
   } else {
     fmt::print("# OpenBLAS: not loaded (ringgrad was built without it, or libopenblas0 is missing)\n");
   }
-  if (auto sgemm = load<DnnlSgemm>("libdnnl.so.2", "dnnl_sgemm")) {
+  // What the ops get: gemm() picks oneDNN or OpenBLAS per product (tensor/onednn.h).
+  libs.push_back({"ringgrad gemm()", [](const GemmShape& s, const float* a, const float* b, float* c) {
+                    ringgrad::kernels::gemm(GemmArgs<float>{s.trans_a, s.trans_b, s.m, s.n, s.k, s.alpha, a, s.lda, b,
+                                                            s.ldb, s.beta, c, s.ldc});
+                  }});
+  if (auto sgemm = load<ringgrad::kernels::DnnlSgemm>("libdnnl.so.2", "dnnl_sgemm")) {
     libs.push_back({"oneDNN", [sgemm](const GemmShape& s, const float* a, const float* b, float* c) {
                       if (sgemm(s.trans_a ? 'T' : 'N', s.trans_b ? 'T' : 'N', s.m, s.n, s.k, s.alpha, a, s.lda, b, s.ldb,
                                 s.beta, c, s.ldc) != 0) {
@@ -189,7 +194,7 @@ int main(int argc, char** argv) {
   app.add_option("--min-seconds", min_seconds, "Time per measurement")->check(CLI::PositiveNumber);
   std::vector<std::string> only;
   app.add_option("--library", only, "Time only these (repeatable); all that load by default")
-      ->check(CLI::IsMember({"OpenBLAS", "oneDNN", "BLIS"}));
+      ->check(CLI::IsMember({"OpenBLAS", "oneDNN", "BLIS", "ringgrad"}));
   CLI11_PARSE(app, argc, argv);
   if (model.n_embd % model.n_head != 0) {
     fmt::print(stderr, "gemm_libraries: --n_embd {} does not divide into --n_head {}\n", model.n_embd, model.n_head);

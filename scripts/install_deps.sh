@@ -7,7 +7,7 @@ set -euo pipefail
 packages=(
   cmake g++ make
   libasio-dev libfmt-dev catch2 libcli11-dev nlohmann-json3-dev
-  libopenblas-dev zlib1g-dev
+  libopenblas-dev libdnnl2 zlib1g-dev
   dataset-fashion-mnist
   iproute2
   "$@"

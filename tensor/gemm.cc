@@ -1,11 +1,15 @@
-// The GEMM entry points the tensor ops call: the CPU GEMM at the process's matmul precision,
-// and a batch of GEMMs on either device.
+// The GEMM entry points the tensor ops call: the CPU GEMM at the process's matmul precision, by
+// the library that runs its shape faster, and a batch of GEMMs on either device.
+#include <fmt/format.h>
+
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
 
 #include "tensor/gemm.h"
+#include "tensor/onednn.h"
 #include "tensor/precision.h"
+#include "tensor/threads.h"
 
 #if RINGGRAD_HAVE_CUDA
 #include "tensor/cublas.h"
@@ -14,8 +18,25 @@
 namespace ringgrad::kernels {
 namespace {
 
+// oneDNN for the large float32 products on one thread, where its AVX-512 kernels beat
+// OpenBLAS's (tensor/onednn.h says where that was measured); null when they are not at hand.
+DnnlSgemm onednn_for(const GemmArgs<float>& g) {
+  const double multiply_adds = static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+  return multiply_adds > kOneDnnMinMultiplyAdds && num_threads() == 1 ? onednn_sgemm() : nullptr;
+}
+
 template <typename T>
 void gemm_float(const GemmArgs<T>& g) {
+  if constexpr (std::is_same_v<T, float>) {
+    if (const DnnlSgemm sgemm = onednn_for(g)) {
+      const int status = sgemm(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', g.m, g.n, g.k, g.alpha, g.a, g.lda, g.b,
+                               g.ldb, g.beta, g.c, g.ldc);
+      if (status != 0) {
+        throw std::runtime_error(fmt::format("gemm: dnnl_sgemm returned status {} on M {} N {} K {}", status, g.m, g.n, g.k));
+      }
+      return;
+    }
+  }
   if (has_blas()) {
     gemm_blas(g);
   } else {

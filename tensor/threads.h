@@ -8,4 +8,7 @@ namespace ringgrad {
 /// Sets the BLAS thread count (>= 1); throws std::invalid_argument below 1.
 void set_num_threads(int n);
 
+/// The count last set, or 0 before any set_num_threads (OpenBLAS then takes every core).
+int num_threads();
+
 }  // namespace ringgrad

@@ -27,12 +27,15 @@ docs/speedrun.md on 2 ranks: the speedrun preset and the baby recipe (global bat
 train_gpt and by its PyTorch twin (torch_contest.py, given the run's `train_gpt --print_config`),
 round r with seed r; the whole-split validation loss, lower is better.
 --isa avx2 runs everything as on an AVX2-only x86 machine, on one that has AVX-512: OpenBLAS's
-Haswell kernels for both frameworks (OPENBLAS_CORETYPE=Haswell) and PyTorch's AVX2 kernels
-(ATEN_CPU_CAPABILITY=avx2). ringgrad's own loops run their AVX2 builds anyway, except GELU, whose
-AVX-512 build GCC's resolver still picks (docs/transformer.md measures what that is worth).
+Haswell kernels for both frameworks (OPENBLAS_CORETYPE=Haswell), oneDNN capped at AVX2
+(DNNL_MAX_CPU_ISA=AVX2, so ringgrad leaves its Linears to OpenBLAS as it would there:
+tensor/onednn.h) and PyTorch's AVX2 kernels (ATEN_CPU_CAPABILITY=avx2). ringgrad's own loops run
+their AVX2 builds anyway, except GELU, whose AVX-512 build GCC's resolver still picks
+(docs/transformer.md measures what that is worth).
 Writes <out>/compare.json (every measurement), compare_all_reduce.svg and compare_training.svg.
 """
 import argparse
+import ctypes.util
 import json
 import os
 import random
@@ -342,7 +345,7 @@ def main():
         os.environ.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     if args.isa == "avx2":  # what an AVX2-only machine would run, for both frameworks
-        os.environ.update(OPENBLAS_CORETYPE="Haswell", ATEN_CPU_CAPABILITY="avx2")
+        os.environ.update(OPENBLAS_CORETYPE="Haswell", DNNL_MAX_CPU_ISA="AVX2", ATEN_CPU_CAPABILITY="avx2")
         where["run_as"] = "AVX2-only"
     elif where["isa"] == "AVX-512":  # the OpenBLAS kernels ringgrad loads here (tensor/openblas.h), for PyTorch too
         os.environ.setdefault("OPENBLAS_CORETYPE", "SkylakeX")
@@ -365,6 +368,9 @@ def main():
         return 1
     where["load_after"] = open("/proc/loadavg").read().split()[:3]
     openblas, aten = os.environ.get("OPENBLAS_CORETYPE"), os.environ.get("ATEN_CPU_CAPABILITY")
+    # ringgrad's larger float32 GEMMs go to oneDNN's AVX-512 kernels where they run (tensor/onednn.h).
+    onednn = (where["isa"] == "AVX-512" and args.isa == "native" and ctypes.util.find_library("dnnl")
+              and os.environ.get("RINGGRAD_ONEDNN") != "0" and "DNNL_MAX_CPU_ISA" not in os.environ)
     emulated = ""
     if args.isa == "avx2":
         emulated = "; as on an AVX2-only machine (--isa avx2)"
@@ -374,6 +380,7 @@ def main():
               f"before and {' '.join(where['load_after'])} after; {args.rounds} interleaved round{'s' if args.rounds > 1 else ''}; one thread per "
               f"process{'; OPENBLAS_CORETYPE=' + openblas + ' for ringgrad and PyTorch alike' if openblas else ''}"
               f"{'; ATEN_CPU_CAPABILITY=' + aten + ' for PyTorch' if aten else ''}"
+              f"{'; ringgrad runs its Linears by oneDNN' if onednn else ''}"
               f"{emulated}.")
     out = [header, ""]
     results = {s: {p: {k: summarize(v) for k, v in peers.items()} for p, peers in by_peer.items()}

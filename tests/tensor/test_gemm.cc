@@ -1,11 +1,15 @@
-// The BLAS GEMM against the reference kernel, and matmul's shape handling against loops.
+// The BLAS GEMM and oneDNN's against the reference kernel, gemm()'s choice between them, and
+// matmul's shape handling against loops.
 #include <catch2/catch.hpp>
 
+#include <cmath>
 #include <type_traits>
 
 #include "tensor/gemm.h"
 #include "tensor/matmul.h"
+#include "tensor/onednn.h"
 #include "tensor/random.h"
+#include "tensor/threads.h"
 #include "tensor/view.h"
 
 using namespace ringgrad;
@@ -64,4 +68,59 @@ TEST_CASE("matmul names both shapes when they do not fit") {
   REQUIRE_THROWS_WITH(k::matmul(Tensor::zeros({2, 3}), Tensor::zeros({4, 5})),
                       Catch::Contains("matmul") && Catch::Contains("[2, 3]") && Catch::Contains("[4, 5]"));
   REQUIRE(k::matmul(Tensor::zeros({2, 0}), Tensor::zeros({0, 3})).to_vector<float>() == std::vector<float>(6, 0));
+}
+
+TEST_CASE("gemm() hands large float32 products on one thread to oneDNN and it agrees with the reference kernel") {
+  if (k::onednn_sgemm() == nullptr || !k::has_blas()) {
+    WARN("skipped: oneDNN's AVX-512 sgemm is not in use here (no libdnnl2, no AVX-512, DNNL_MAX_CPU_ISA, "
+         "RINGGRAD_ONEDNN=0) or there is no OpenBLAS to compare with");
+    return;
+  }
+  Generator gen(11);
+  const std::int64_t m = 130, n = 97, kk = 111;  // 1.4 million multiply-adds, above the threshold
+  REQUIRE(static_cast<double>(m * n * kk) > k::kOneDnnMinMultiplyAdds);
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      for (float beta : {0.25f, 0.0f}) {
+        INFO("trans_a " << ta << " trans_b " << tb << " beta " << beta);
+        // Row strides 3 past the width: the libraries must read strided operands.
+        const std::int64_t lda = (ta ? m : kk) + 3, ldb = (tb ? kk : n) + 3, ldc = n + 3;
+        Tensor a = Tensor::zeros({ta ? kk : m, lda}), b = Tensor::zeros({tb ? n : kk, ldb});
+        k::uniform_(a, -1, 1, gen);
+        k::uniform_(b, -1, 1, gen);
+        // beta = 0 must not read C: start it at NaN there.
+        const Tensor c0 = Tensor::full({m, ldc}, beta == 0 ? std::nanf("") : 0.5f, DType::Float32);
+        auto run = [&](auto&& how) {  // C's m x n block, after `how` wrote it
+          Tensor c = k::clone(c0);
+          how(k::GemmArgs<float>{ta, tb, m, n, kk, 1.5f, a.data<float>(), lda, b.data<float>(), ldb, beta,
+                                 c.data<float>(), ldc});
+          return k::contiguous(k::narrow(c, 1, 0, n)).to_vector<float>();
+        };
+        const auto reference = run([](const auto& g) { k::gemm_reference(g); });
+        const auto openblas = run([](const auto& g) { k::gemm_blas(g); });
+        const auto onednn = run([](const auto& g) {
+          REQUIRE(k::onednn_sgemm()(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', g.m, g.n, g.k, g.alpha, g.a, g.lda,
+                                    g.b, g.ldb, g.beta, g.c, g.ldc) == 0);
+        });
+        set_num_threads(2);  // more than one thread: OpenBLAS keeps every product
+        REQUIRE(run([](const auto& g) { k::gemm(g); }) == openblas);
+        set_num_threads(1);
+        const auto chosen = run([](const auto& g) { k::gemm(g); });
+        REQUIRE(chosen == onednn);  // bit for bit: gemm() called oneDNN
+        // 111 products of numbers below 1.5 in magnitude, summed in different orders.
+        for (std::size_t i = 0; i < chosen.size(); ++i) REQUIRE(chosen[i] == Approx(reference[i]).margin(1e-4));
+      }
+    }
+  }
+  // Attention's per-head products stay below the threshold: OpenBLAS runs them.
+  Tensor q = Tensor::zeros({64, 32}), kt = Tensor::zeros({64, 32});
+  k::uniform_(q, -1, 1, gen);
+  k::uniform_(kt, -1, 1, gen);
+  Tensor s_chosen = Tensor::zeros({64, 64}), s_openblas = Tensor::zeros({64, 64});
+  k::GemmArgs<float> g{false, true, 64, 64, 32, 1.0f, q.data<float>(), 32, kt.data<float>(), 32, 0.0f,
+                       s_chosen.data<float>(), 64};
+  k::gemm(g);
+  g.c = s_openblas.data<float>();
+  k::gemm_blas(g);
+  REQUIRE(s_chosen.to_vector<float>() == s_openblas.to_vector<float>());
 }
