@@ -1,4 +1,5 @@
-// gemm_bench: GEMM throughput. On the CPU, the reference kernel beside the CPU BLAS (GFLOP/s);
+// gemm_bench: GEMM throughput. On the CPU, the reference kernel beside gemm(), which runs each
+// shape on OpenBLAS or oneDNN (named per row: tensor/onednn.h), in GFLOP/s;
 // on a GPU, cuBLAS (TFLOP/s and the fraction of the card's dense peak). --dtype picks the matmul
 // precision: fp32, or bf16 inputs with float32 accumulation (on the CPU an emulation that
 // rounds copies of the operands: no faster). FLOPs counted as 2 M N K.
@@ -80,16 +81,16 @@ void bench_cpu(double min_seconds, int threads) {
   fmt::print("# C = A B, row-major, {} matmul precision; GFLOP/s = 2 M N K / time / 1e9; BLAS threads {}, "
              "OpenBLAS kernels {}\n",
              matmul_precision_name(matmul_precision()), threads, kernels::blas_core_name());
-  fmt::print("{:>6} {:>6} {:>6}  {:<12} {:>14} {:>14} {:>8}\n", "M", "N", "K", "shape", "reference", "BLAS",
-             "speedup");
+  fmt::print("{:>6} {:>6} {:>6}  {:<12} {:>14} {:>14} {:>8}  {}\n", "M", "N", "K", "shape", "reference", "gemm()",
+             "speedup", "gemm() ran on");
   Generator gen(0);
   for (const auto& s : shapes) {
     Problem p(s, kCPU, gen);
     const double flops = 2.0 * static_cast<double>(s.m * s.n * s.k);
     const double ref = flops_per_second([&] { kernels::gemm_reference(p.args); }, flops, min_seconds) / 1e9;
-    const double blas = kernels::has_blas() ? flops_per_second([&] { kernels::gemm(p.args); }, flops, min_seconds) / 1e9 : 0.0;
-    fmt::print("{:>6} {:>6} {:>6}  {:<12} {:>14.1f} {:>14.1f} {:>7.1f}x\n", s.m, s.n, s.k, s.note, ref, blas,
-               blas / ref);
+    const double fast = kernels::has_blas() ? flops_per_second([&] { kernels::gemm(p.args); }, flops, min_seconds) / 1e9 : 0.0;
+    fmt::print("{:>6} {:>6} {:>6}  {:<12} {:>14.1f} {:>14.1f} {:>7.1f}x  {}\n", s.m, s.n, s.k, s.note, ref, fast,
+               fast / ref, kernels::library_name(kernels::cpu_gemm_library(p.args)));
   }
 }
 
@@ -136,7 +137,7 @@ int main(int argc, char** argv) {
   int threads = 1;
   double min_seconds = 0.3;
   std::string device_name = "cpu", dtype = "fp32";
-  CLI::App app{"GEMM throughput: reference kernel vs CPU BLAS, or cuBLAS on a GPU"};
+  CLI::App app{"GEMM throughput: reference kernel vs gemm() (OpenBLAS or oneDNN), or cuBLAS on a GPU"};
   app.add_option("--device", device_name, "cpu or cuda")->capture_default_str();
   app.add_option("--dtype", dtype, "Matmul precision: fp32 or bf16")
       ->capture_default_str()

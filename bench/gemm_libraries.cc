@@ -263,4 +263,11 @@ int main(int argc, char** argv) {
   fmt::print("\n{:<45}", fmt::format("the step's GEMMs ({:.3f} GFLOP): GFLOP/s", flops / 1e9));
   for (const double t : total) fmt::print(" {:>20.1f}", flops / t / 1e9);
   fmt::print("\n");
+  if (std::ranges::any_of(libs, [](const Library& l) { return l.name.starts_with("ringgrad"); })) {
+    const auto on_onednn = std::ranges::count_if(shapes, [](const GemmShape& s) {
+      using namespace ringgrad::kernels;
+      return cpu_gemm_library(GemmArgs<float>{s.trans_a, s.trans_b, s.m, s.n, s.k}) == CpuGemmLibrary::kOneDnn;
+    });
+    fmt::print("# ringgrad gemm() ran {} of the {} shapes on oneDNN, the others on OpenBLAS\n", on_onednn, shapes.size());
+  }
 }

@@ -18,30 +18,22 @@
 namespace ringgrad::kernels {
 namespace {
 
-// oneDNN for the large float32 products on one thread, where its AVX-512 kernels beat
-// OpenBLAS's (tensor/onednn.h says where that was measured); null when they are not at hand.
-DnnlSgemm onednn_for(const GemmArgs<float>& g) {
-  const double multiply_adds = static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
-  return multiply_adds > kOneDnnMinMultiplyAdds && num_threads() == 1 ? onednn_sgemm() : nullptr;
+void gemm_onednn(const GemmArgs<float>& g) {
+  const int status = onednn_sgemm()(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', g.m, g.n, g.k, g.alpha, g.a, g.lda,
+                                    g.b, g.ldb, g.beta, g.c, g.ldc);
+  if (status != 0) {
+    throw std::runtime_error(fmt::format("gemm: dnnl_sgemm returned status {} on M {} N {} K {}", status, g.m, g.n, g.k));
+  }
 }
 
 template <typename T>
 void gemm_float(const GemmArgs<T>& g) {
+  const CpuGemmLibrary library = cpu_gemm_library(g);
   if constexpr (std::is_same_v<T, float>) {
-    if (const DnnlSgemm sgemm = onednn_for(g)) {
-      const int status = sgemm(g.trans_a ? 'T' : 'N', g.trans_b ? 'T' : 'N', g.m, g.n, g.k, g.alpha, g.a, g.lda, g.b,
-                               g.ldb, g.beta, g.c, g.ldc);
-      if (status != 0) {
-        throw std::runtime_error(fmt::format("gemm: dnnl_sgemm returned status {} on M {} N {} K {}", status, g.m, g.n, g.k));
-      }
-      return;
-    }
+    if (library == CpuGemmLibrary::kOneDnn) return gemm_onednn(g);
   }
-  if (has_blas()) {
-    gemm_blas(g);
-  } else {
-    gemm_reference(g);
-  }
+  if (library == CpuGemmLibrary::kOpenBlas) return gemm_blas(g);
+  gemm_reference(g);
 }
 
 // bf16 inputs, float32 accumulation, emulated: every product of two bf16 numbers (8
@@ -57,6 +49,25 @@ void gemm_bfloat16_emulated(const GemmArgs<float>& g) {
 }
 
 }  // namespace
+
+template <typename T>
+CpuGemmLibrary cpu_gemm_library(const GemmArgs<T>& g) {
+  if constexpr (std::is_same_v<T, float>) {
+    // Sorted by size, not by caller: every Linear of the baby GPT is this large, and so are
+    // attention's per-head products at T = 256 with 64-wide heads (4.2 million); oneDNN's AVX-512
+    // kernels ran all of those faster (tensor/onednn.h).
+    const double multiply_adds = static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+    if (multiply_adds > kOneDnnMinMultiplyAdds && num_threads() == 1 && onednn_sgemm() != nullptr) {
+      return CpuGemmLibrary::kOneDnn;
+    }
+  }
+  return has_blas() ? CpuGemmLibrary::kOpenBlas : CpuGemmLibrary::kReference;
+}
+
+const char* library_name(CpuGemmLibrary library) {
+  if (library == CpuGemmLibrary::kOneDnn) return "oneDNN";
+  return library == CpuGemmLibrary::kOpenBlas ? "OpenBLAS" : "reference";
+}
 
 template <typename T>
 void gemm(const GemmArgs<T>& g) {
@@ -84,6 +95,8 @@ void gemm_batched(Device device, const GemmArgs<T>& g, const GemmBatch& batch) {
   }
 }
 
+template CpuGemmLibrary cpu_gemm_library(const GemmArgs<float>&);
+template CpuGemmLibrary cpu_gemm_library(const GemmArgs<double>&);
 template void gemm(const GemmArgs<float>&);
 template void gemm(const GemmArgs<double>&);
 template void gemm_batched(Device, const GemmArgs<float>&, const GemmBatch&);

@@ -1,8 +1,7 @@
 // GEMM, the one routine most training time goes to: C = alpha * op(A) op(B) + beta * C,
-// row-major, op(X) = X or X^T. Four implementations with one signature: a readable reference
-// kernel, the CPU BLAS (OpenBLAS cblas_?gemm) when the build found one, oneDNN's sgemm for the
-// large float32 products where it is faster (tensor/onednn.h), and cuBLAS on a GPU
-// (tensor/cublas.h). gemm() and gemm_batched() apply the matmul precision (tensor/precision.h).
+// row-major, op(X) = X or X^T. Four implementations behind gemm(): a readable reference kernel,
+// the CPU BLAS (OpenBLAS cblas_?gemm) when the build found one, oneDNN's sgemm for the large
+// float32 products where it is faster (tensor/onednn.h), and cuBLAS on a GPU (tensor/cublas.h). gemm() and gemm_batched() apply the matmul precision (tensor/precision.h).
 #pragma once
 
 #include <cstdint>
@@ -42,12 +41,20 @@ bool has_blas();
 /// "Haswell", "Prescott"), or "none" without a BLAS.
 const char* blas_core_name();
 
-/// The CPU GEMM the tensor ops call: oneDNN's sgemm for float32 products of more than
-/// kOneDnnMinMultiplyAdds multiply-adds while GEMMs run on one thread, where onednn_sgemm() is
-/// not null (tensor/onednn.h); otherwise gemm_blas when OpenBLAS is available, else
-/// gemm_reference. At bf16 matmul precision, float operands are first rounded to bf16 values
-/// (copies; an emulation of bf16 inputs with float32 accumulation that brings no speedup).
-/// Throws std::runtime_error if oneDNN returns an error status.
+/// The CPU libraries a product can run on.
+enum class CpuGemmLibrary { kReference, kOpenBlas, kOneDnn };
+
+/// Which library gemm() runs `g` on: oneDNN's sgemm for a float32 product of more than
+/// kOneDnnMinMultiplyAdds (2^20) multiply-adds after set_num_threads(1), where onednn_sgemm()
+/// is not null (tensor/onednn.h); otherwise OpenBLAS when it loads, else the reference kernel.
+template <typename T>
+CpuGemmLibrary cpu_gemm_library(const GemmArgs<T>& g);
+/// "oneDNN", "OpenBLAS" or "reference".
+const char* library_name(CpuGemmLibrary library);
+
+/// The CPU GEMM the tensor ops call, on cpu_gemm_library(g). At bf16 matmul precision, float
+/// operands are first rounded to bf16 values (copies; an emulation of bf16 inputs with float32
+/// accumulation that brings no speedup). Throws std::runtime_error if oneDNN returns an error.
 template <typename T>
 void gemm(const GemmArgs<T>& g);
 

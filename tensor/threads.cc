@@ -1,9 +1,11 @@
 // set_num_threads: hands the thread count to OpenBLAS, the one multi-threaded piece, and keeps it
-// for gemm()'s choice of library (tensor/onednn.h).
+// for gemm()'s choice of library; at one thread it loads oneDNN (tensor/onednn.h) right away.
 #include "tensor/threads.h"
 
 #include <atomic>
 #include <stdexcept>
+
+#include "tensor/onednn.h"
 
 #ifdef RINGGRAD_HAVE_BLAS
 #include "tensor/openblas.h"
@@ -20,6 +22,8 @@ void set_num_threads(int n) {
   if (const auto* blas = kernels::openblas()) blas->set_num_threads(n);
 #endif
   count = n;
+  // Its load sets OMP_NUM_THREADS for a moment: now, while the program is likely one thread.
+  if (n == 1) kernels::onednn_sgemm();
 }
 
 int num_threads() { return count; }

@@ -368,9 +368,10 @@ def main():
         return 1
     where["load_after"] = open("/proc/loadavg").read().split()[:3]
     openblas, aten = os.environ.get("OPENBLAS_CORETYPE"), os.environ.get("ATEN_CPU_CAPABILITY")
+    dnnl = os.environ.get("DNNL_MAX_CPU_ISA")
     # ringgrad's larger float32 GEMMs go to oneDNN's AVX-512 kernels where they run (tensor/onednn.h).
     onednn = (where["isa"] == "AVX-512" and args.isa == "native" and ctypes.util.find_library("dnnl")
-              and os.environ.get("RINGGRAD_ONEDNN") != "0" and "DNNL_MAX_CPU_ISA" not in os.environ)
+              and os.environ.get("RINGGRAD_ONEDNN") != "0" and not dnnl)
     emulated = ""
     if args.isa == "avx2":
         emulated = "; as on an AVX2-only machine (--isa avx2)"
@@ -379,6 +380,7 @@ def main():
     header = (f"Machine: {where['cpu']} ({where['isa']}), {where['cores']} cores, load average {' '.join(where['load'])} "
               f"before and {' '.join(where['load_after'])} after; {args.rounds} interleaved round{'s' if args.rounds > 1 else ''}; one thread per "
               f"process{'; OPENBLAS_CORETYPE=' + openblas + ' for ringgrad and PyTorch alike' if openblas else ''}"
+              f"{'; DNNL_MAX_CPU_ISA=' + dnnl if dnnl else ''}"
               f"{'; ATEN_CPU_CAPABILITY=' + aten + ' for PyTorch' if aten else ''}"
               f"{'; ringgrad runs its Linears by oneDNN' if onednn else ''}"
               f"{emulated}.")
