@@ -26,6 +26,7 @@
 #include <asio/post.hpp>
 #include <fmt/format.h>
 
+#include "transport/config.h"
 #include "transport/connection.h"
 #include "transport/error.h"
 #include "transport/net.h"
@@ -334,6 +335,22 @@ void Channel::run(Op& op) {
   if (!op.error.empty()) throw TransportError(op.error);
 }
 
+// A small receive first reads without waiting, for up to the connection's receive_poll: a thread
+// that sleeps on the socket is woken when the bytes arrive, and on a virtual machine whose idle
+// CPUs halt that wake-up can take longer than the message took to come. Returns would_block if
+// the op is still not done, with whatever arrived in the meantime moved.
+Channel::Step Channel::poll_small_receive(Op*& op, std::string& cause) {
+  if (dir_ != Direction::recv || op->size > kPolledReceiveBytes || conn_.receive_poll().count() == 0) {
+    return Step::would_block;
+  }
+  const auto until = Clock::now() + conn_.receive_poll();
+  Step result = Step::would_block;
+  do {
+    result = step(op, /*blocking=*/false, UINT64_MAX, cause);
+  } while (result == Step::would_block && Clock::now() < until);
+  return result;
+}
+
 // Drives on the caller's thread with blocking system calls until own completes; each call fails
 // only after the timeout passes without a byte moved. Messages of other streams that arrive
 // first are read on the way. Another thread that fails the connection shuts the socket down,
@@ -342,7 +359,8 @@ void Channel::drive_blocking(Op& own) {
   Op* op = &own;
   for (;;) {
     std::string cause;
-    Step result = step(op, /*blocking=*/true, UINT64_MAX, cause);
+    Step result = poll_small_receive(op, cause);
+    if (result == Step::would_block) result = step(op, /*blocking=*/true, UINT64_MAX, cause);
     if (result == Step::would_block) cause = timeout_cause();
     if (result != Step::done) conn_.fail(cause);
     std::unique_lock lock(mutex_);

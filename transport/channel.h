@@ -84,6 +84,7 @@ class Channel {
   Op* finish_head_locked(Op& op, bool ok);
   void hand_to_progress();
   Step step(Op*& op, bool blocking, uint64_t budget, std::string& cause);
+  Step poll_small_receive(Op*& op, std::string& cause);
   std::string check_header(const Op& op, wire::FrameHeader& header);
   std::string mismatch(const Op& op, uint64_t tag, uint64_t length) const;
   void drive_blocking(Op& op);

@@ -1,5 +1,6 @@
 // Config::from_env: rank and world size from the torchrun-style variables, else from Open MPI's
-// or Slurm's, and the rendezvous address from MASTER_ADDR/MASTER_PORT in every case.
+// or Slurm's, the rendezvous address from MASTER_ADDR/MASTER_PORT in every case, and how small
+// receives wait.
 
 #include "transport/config.h"
 
@@ -10,6 +11,7 @@
 
 #include <fmt/format.h>
 
+#include "transport/cpus.h"
 #include "transport/error.h"
 
 namespace ringgrad::transport {
@@ -73,7 +75,23 @@ Config Config::from_env() {
     config.job_id = fmt::format("slurm-{}.{}", *slurm_job, env("SLURM_STEP_ID").value_or("0"));
   if (auto timeout = env("RINGGRAD_TIMEOUT"))
     config.timeout = std::chrono::seconds(parse_int("RINGGRAD_TIMEOUT", *timeout, 1, 7 * 24 * 3600));
+  if (auto poll = env("RINGGRAD_TCP_POLL_US")) {
+    config.receive_poll = std::chrono::microseconds(parse_int("RINGGRAD_TCP_POLL_US", *poll, 0, 1000000));
+  } else {
+    int local_ranks = config.world_size;
+    for (const char* name : {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"}) {
+      if (auto local = env(name)) {
+        local_ranks = static_cast<int>(parse_int(name, *local, 1, config.world_size));
+        break;
+      }
+    }
+    config.receive_poll = receive_poll_default(local_ranks, static_cast<int>(allowed_cpus().size()));
+  }
   return config;
+}
+
+std::chrono::microseconds receive_poll_default(int local_ranks, int cpus) {
+  return cpus >= local_ranks ? std::chrono::microseconds(50) : std::chrono::microseconds(0);
 }
 
 }  // namespace ringgrad::transport

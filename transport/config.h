@@ -22,12 +22,29 @@ struct Config {
   std::string job_id;
   /// An operation that makes no progress for this long fails with TransportError.
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
+  /// How long a small blocking receive (kPolledReceiveBytes at most) reads the socket without
+  /// waiting before it sleeps in the kernel; 0 sleeps at once. RINGGRAD_TCP_POLL_US
+  /// (microseconds, 0 to 1000000); unset: receive_poll_default().
+  std::chrono::microseconds receive_poll{0};
 
-  /// Reads RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, RINGGRAD_BIND_ADDR, RINGGRAD_JOB_ID and
-  /// RINGGRAD_TIMEOUT (seconds). Without RANK/WORLD_SIZE it falls back to Open MPI's
+  /// Reads RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, RINGGRAD_BIND_ADDR, RINGGRAD_JOB_ID,
+  /// RINGGRAD_TIMEOUT (seconds) and RINGGRAD_TCP_POLL_US; LOCAL_WORLD_SIZE (else Open MPI's
+  /// OMPI_COMM_WORLD_LOCAL_SIZE, else the world size) counts the ranks on this host for
+  /// receive_poll_default(). Without RANK/WORLD_SIZE it falls back to Open MPI's
   /// OMPI_COMM_WORLD_RANK/_SIZE, then Slurm's SLURM_PROCID/SLURM_NTASKS.
   /// Throws TransportError naming the variable when one is missing or not a valid number.
   static Config from_env();
 };
+
+/// Receives of at most this many payload bytes poll (Config::receive_poll): the size senders
+/// write on their own thread (collectives/links/host_link.cc), so a poll never holds a CPU that
+/// this rank's progress thread needs to move a large message.
+inline constexpr std::uint64_t kPolledReceiveBytes = 16 << 10;
+
+/// The polling rule: 50 us when this process may run on at least as many CPUs as there are
+/// ranks on its host, so that the poll takes a CPU no rank is waiting for; 0 otherwise. On a
+/// virtual machine whose idle CPUs halt, a thread that slept on a socket took 20-25 us more to
+/// see an 8-byte reply over loopback than one that polled (docs/transport.md).
+std::chrono::microseconds receive_poll_default(int local_ranks, int cpus);
 
 }  // namespace ringgrad::transport

@@ -23,8 +23,9 @@
 
 namespace ringgrad::transport::detail {
 
-Connection::Connection(asio::io_context& io, net::Fd fd, int local_rank, int peer, std::chrono::milliseconds timeout)
-    : io_(io), fd_(std::move(fd)), local_rank_(local_rank), peer_(peer), timeout_(timeout) {
+Connection::Connection(asio::io_context& io, net::Fd fd, int local_rank, int peer, std::chrono::milliseconds timeout,
+                       std::chrono::microseconds receive_poll)
+    : io_(io), fd_(std::move(fd)), local_rank_(local_rank), peer_(peer), timeout_(timeout), receive_poll_(receive_poll) {
   timeval tv{};
   tv.tv_sec = static_cast<time_t>(timeout.count() / 1000);
   tv.tv_usec = static_cast<suseconds_t>(timeout.count() % 1000 * 1000);

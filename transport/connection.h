@@ -19,13 +19,16 @@ namespace ringgrad::transport::detail {
 class Connection : public std::enable_shared_from_this<Connection> {
  public:
   /// Takes ownership of fd, a connected TCP socket.
-  Connection(asio::io_context& io, net::Fd fd, int local_rank, int peer, std::chrono::milliseconds timeout);
+  Connection(asio::io_context& io, net::Fd fd, int local_rank, int peer, std::chrono::milliseconds timeout,
+             std::chrono::microseconds receive_poll);
 
   Channel& channel(Direction dir) { return dir == Direction::send ? send_ : recv_; }
   int fd() const { return fd_.get(); }
   int local_rank() const { return local_rank_; }
   int peer() const { return peer_; }
   std::chrono::milliseconds timeout() const { return timeout_; }
+  /// How long a small blocking receive polls before it sleeps (Config::receive_poll).
+  std::chrono::microseconds receive_poll() const { return receive_poll_; }
   asio::io_context& io() { return io_; }
 
   /// The progress thread's readiness watch on the socket, held while it drives a channel of
@@ -47,6 +50,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   int local_rank_;
   int peer_;
   std::chrono::milliseconds timeout_;
+  std::chrono::microseconds receive_poll_;
   std::optional<asio::posix::stream_descriptor> watcher_;
   int watching_ = 0;
   Channel send_{*this, Direction::send};

@@ -76,7 +76,8 @@ Engine::Engine(const Config& config) : config_(validated(config)) {
   peers_.resize(fds.size());
   for (size_t peer = 0; peer < fds.size(); ++peer)
     if (fds[peer].get() >= 0)
-      peers_[peer] = std::make_shared<Connection>(io_, std::move(fds[peer]), config_.rank, static_cast<int>(peer), config_.timeout);
+      peers_[peer] = std::make_shared<Connection>(io_, std::move(fds[peer]), config_.rank, static_cast<int>(peer),
+                                                  config_.timeout, config_.receive_poll);
   progress_ = std::thread([this] { io_.run(); });
 }
 

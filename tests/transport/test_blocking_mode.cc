@@ -48,8 +48,8 @@ TEST_CASE("a blocking receive that starts while the socket is briefly non-blocki
   asio::io_context io;
   int sv[2];
   REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
-  auto sender = std::make_shared<Connection>(io, ringgrad::transport::net::Fd(sv[0]), 0, 1, 2000ms);
-  auto receiver = std::make_shared<Connection>(io, ringgrad::transport::net::Fd(sv[1]), 1, 0, 2000ms);
+  auto sender = std::make_shared<Connection>(io, ringgrad::transport::net::Fd(sv[0]), 0, 1, 2000ms, 0us);
+  auto receiver = std::make_shared<Connection>(io, ringgrad::transport::net::Fd(sv[1]), 1, 0, 2000ms, 0us);
   std::vector<std::byte> out(100000), in(out.size());
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::byte>(i * 13);
 
