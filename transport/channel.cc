@@ -337,8 +337,10 @@ void Channel::run(Op& op) {
 
 // A small receive first reads without waiting, for up to the connection's receive_poll: a thread
 // that sleeps on the socket is woken when the bytes arrive, and on a virtual machine whose idle
-// CPUs halt that wake-up can take longer than the message took to come. Returns would_block if
-// the op is still not done, with whatever arrived in the meantime moved.
+// CPUs halt that wake-up can take longer than the message took to come. Returns what the last
+// step returned: done, failed (a closed or failed connection ends the poll at once), or
+// would_block with whatever arrived so far moved; op may now point at another stream's
+// receive, as after any step.
 Channel::Step Channel::poll_small_receive(Op*& op, std::string& cause) {
   if (dir_ != Direction::recv || op->size > kPolledReceiveBytes || conn_.receive_poll().count() == 0) {
     return Step::would_block;

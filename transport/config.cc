@@ -4,6 +4,7 @@
 
 #include "transport/config.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdlib>
 #include <optional>
@@ -81,7 +82,8 @@ Config Config::from_env() {
     int local_ranks = config.world_size;
     for (const char* name : {"LOCAL_WORLD_SIZE", "OMPI_COMM_WORLD_LOCAL_SIZE"}) {
       if (auto local = env(name)) {
-        local_ranks = static_cast<int>(parse_int(name, *local, 1, config.world_size));
+        // A hint only: one inherited from an enclosing job may exceed this job's world.
+        local_ranks = std::min(config.world_size, static_cast<int>(parse_int(name, *local, 1, 1 << 20)));
         break;
       }
     }

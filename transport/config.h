@@ -23,8 +23,9 @@ struct Config {
   /// An operation that makes no progress for this long fails with TransportError.
   std::chrono::milliseconds timeout{std::chrono::seconds(60)};
   /// How long a small blocking receive (kPolledReceiveBytes at most) reads the socket without
-  /// waiting before it sleeps in the kernel; 0 sleeps at once. RINGGRAD_TCP_POLL_US
-  /// (microseconds, 0 to 1000000); unset: receive_poll_default().
+  /// waiting before it sleeps in the kernel; 0 sleeps at once. The timeout counts from the end
+  /// of the poll. from_env() reads RINGGRAD_TCP_POLL_US (microseconds, 0 to 1000000), else
+  /// takes receive_poll_default(); a Config built by hand keeps 0.
   std::chrono::microseconds receive_poll{0};
 
   /// Reads RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT, RINGGRAD_BIND_ADDR, RINGGRAD_JOB_ID,
@@ -36,9 +37,9 @@ struct Config {
   static Config from_env();
 };
 
-/// Receives of at most this many payload bytes poll (Config::receive_poll): the size senders
-/// write on their own thread (collectives/links/host_link.cc), so a poll never holds a CPU that
-/// this rank's progress thread needs to move a large message.
+/// Receives of at most this many payload bytes poll (Config::receive_poll). Collectives send
+/// messages this small from the caller's thread (collectives/links/host_link.cc uses the same
+/// limit), so the poll rarely holds a CPU that a progress thread needs to move a large one.
 inline constexpr std::uint64_t kPolledReceiveBytes = 16 << 10;
 
 /// The polling rule: 50 us when this process may run on at least as many CPUs as there are

@@ -4,6 +4,7 @@
 #include <algorithm>
 
 #include "collectives/reduce/reduce_kernel.h"
+#include "transport/config.h"
 
 namespace ringgrad::collectives {
 
@@ -28,7 +29,8 @@ void HostLink::irecv(int from, void* data, std::size_t bytes, std::vector<Pendin
 // Messages up to this size fit the peer's socket buffer (loopback: 128 KiB), so a blocking send
 // cannot wait on the peer's receive: both ranks may send first, then receive, all on their own
 // thread, which saves two hand-offs to the progress thread on the latency path.
-constexpr std::size_t kEagerBytes = 16 << 10;
+// The same limit below which a blocking receive polls (transport/config.h).
+constexpr std::size_t kEagerBytes = transport::kPolledReceiveBytes;
 
 void HostLink::post_send(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) {
   if (to < 0 || bytes == 0) return;  // the receiver skips empty transfers too

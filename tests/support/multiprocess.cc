@@ -18,6 +18,9 @@
 
 #include <fmt/format.h>
 
+#include "transport/config.h"
+#include "transport/cpus.h"
+
 namespace ringgrad::test {
 namespace {
 
@@ -45,6 +48,8 @@ void write_all(int fd, const std::string& text) {
     config.master_port = port;
     config.job_id = job_id;
     config.timeout = options.timeout;
+    // Small receives poll as under ringgrad-run, so the tests run the path jobs take.
+    config.receive_poll = transport::receive_poll_default(world_size, static_cast<int>(transport::allowed_cpus().size()));
     fn(config);
   } catch (const std::exception& e) {
     message = e.what();

@@ -1,9 +1,11 @@
 // A small blocking receive reads the socket without waiting for a while before it sleeps
-// (Config::receive_poll): what arrives during the poll, after it, or never (a closed peer)
-// must all end as a plain blocking receive would. And the rule that sets the poll.
+// (Config::receive_poll): what arrives during the poll, after it, or never (a peer that shuts
+// down) must all end as a plain blocking receive would; which receives poll; and the rule that
+// sets the poll.
 #include <catch2/catch.hpp>
 
 #include <sys/socket.h>
+#include <time.h>
 
 #include <chrono>
 #include <cstdlib>
@@ -38,11 +40,21 @@ Op make(Direction dir, std::vector<std::byte>& data, uint64_t tag) {
   return op;
 }
 
+struct Received {
+  std::string error;                     // "" if the receive succeeded
+  std::chrono::milliseconds cpu{0};      // the receiving thread's CPU time: polling spends it
+};
+
+std::chrono::milliseconds thread_cpu() {
+  timespec t{};
+  ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return std::chrono::milliseconds(t.tv_sec * 1000 + t.tv_nsec / 1000000);
+}
+
 // A connected pair whose receiver polls for `poll`; the sender sends `bytes` after `delay`, or
-// shuts its end down instead when `close` is set. Returns the receive's error ("" if none) and
-// checks the bytes.
-std::string receive_after(std::chrono::microseconds poll, std::chrono::milliseconds delay, std::size_t bytes,
-                          bool close = false) {
+// shuts its end down instead when `close` is set. Checks the bytes of a receive that succeeded.
+Received receive_after(std::chrono::microseconds poll, std::chrono::milliseconds delay, std::size_t bytes,
+                       bool close = false) {
   asio::io_context io;
   int sv[2];
   REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM, 0, sv) == 0);
@@ -52,41 +64,57 @@ std::string receive_after(std::chrono::microseconds poll, std::chrono::milliseco
   for (std::size_t i = 0; i < out.size(); ++i) out[i] = static_cast<std::byte>(i * 7 + 1);
   std::thread peer([&] {
     std::this_thread::sleep_for(delay);
-    if (close) return sender->fail("the test closes it");  // shuts the socket down: the receiver reads its end
+    if (close) return sender->fail("the test shuts it down");  // the receiver reads the end of its stream
     Op send = make(Direction::send, out, 5);
     sender->channel(Direction::send).run(send);
   });
   Op recv = make(Direction::recv, in, 5);
-  std::string error;
+  Received r;
+  const auto cpu0 = thread_cpu();
   try {
     receiver->channel(Direction::recv).run(recv);
   } catch (const TransportError& e) {
-    error = e.what();
+    r.error = e.what();
   }
+  r.cpu = thread_cpu() - cpu0;
   peer.join();
-  if (error.empty()) CHECK(in == out);
+  if (r.error.empty()) CHECK(in == out);
   sender->close();
   receiver->close();
-  return error;
+  return r;
 }
 
 }  // namespace
 
-TEST_CASE("a small receive gets its message whether it arrives during the poll or after it", "[transport]") {
-  CHECK(receive_after(200ms, 1ms, 8).empty());        // arrives while it polls
-  CHECK(receive_after(1ms, 50ms, 8).empty());         // after the poll: it slept, and wakes for it
-  CHECK(receive_after(200ms, 1ms, 16 << 10).empty());  // the largest size that polls
-  CHECK(receive_after(200ms, 1ms, 100000).empty());   // larger ones sleep at once
+// CPU time tells polling from sleeping: a thread asleep in recvmsg spends none. The bounds are
+// loose, since on a loaded machine a polling thread may get half a CPU.
+TEST_CASE("a small receive polls, then sleeps, and gets its message either way", "[transport]") {
+  Received r = receive_after(200ms, 1ms, 8);  // arrives while it polls
+  CHECK(r.error.empty());
+  r = receive_after(200ms, 100ms, 16 << 10);  // the largest size that polls: it spends the wait on the CPU
+  CHECK(r.error.empty());
+  CHECK(r.cpu >= 30ms);
+  r = receive_after(200ms, 100ms, (16 << 10) + 1);  // a larger one sleeps at once
+  CHECK(r.error.empty());
+  CHECK(r.cpu < 20ms);
+  r = receive_after(20ms, 300ms, 8);  // the poll ends long before the message: it sleeps, then wakes for it
+  CHECK(r.error.empty());
+  CHECK(r.cpu < 150ms);
+  r = receive_after(0us, 100ms, 8);  // no poll: it sleeps at once
+  CHECK(r.error.empty());
+  CHECK(r.cpu < 20ms);
 }
 
-TEST_CASE("a peer that closes during the poll ends the receive with its error, not the timeout", "[transport]") {
+TEST_CASE("a peer that shuts down during the poll ends the receive at once, naming the closed connection",
+          "[transport]") {
   const auto t0 = std::chrono::steady_clock::now();
-  const std::string error = receive_after(2000ms, 5ms, 8, /*close=*/true);
-  CHECK_THAT(error, Catch::Contains("closed"));
-  CHECK(std::chrono::steady_clock::now() - t0 < 1000ms);  // seen as it polled, long before 5 s
+  const Received r = receive_after(2000ms, 5ms, 8, /*close=*/true);
+  CHECK_THAT(r.error, Catch::Contains("closed"));
+  CHECK(std::chrono::steady_clock::now() - t0 < 1000ms);  // seen while polling, not after the 2 s poll
 }
 
-TEST_CASE("receives poll only where every rank on the host can have a CPU, and RINGGRAD_TCP_POLL_US overrides it") {
+TEST_CASE("receives poll only where every rank on the host can have a CPU, and RINGGRAD_TCP_POLL_US overrides it",
+          "[transport]") {
   CHECK(ringgrad::transport::receive_poll_default(2, 2) == 50us);
   CHECK(ringgrad::transport::receive_poll_default(2, 4) == 50us);
   CHECK(ringgrad::transport::receive_poll_default(3, 2) == 0us);  // a poll would take the CPU a peer needs
@@ -101,10 +129,15 @@ TEST_CASE("receives poll only where every rank on the host can have a CPU, and R
   CHECK(Config::from_env().receive_poll == ringgrad::transport::receive_poll_default(1000, cpus));
   ::setenv("LOCAL_WORLD_SIZE", "1", 1);
   CHECK(Config::from_env().receive_poll == ringgrad::transport::receive_poll_default(1, cpus));
-  ::setenv("LOCAL_WORLD_SIZE", "1001", 1);
-  CHECK_THROWS_WITH(Config::from_env(), Catch::Contains("LOCAL_WORLD_SIZE='1001' is not an integer in [1, 1000]"));
-  ::setenv("RINGGRAD_TCP_POLL_US", "250", 1);  // read before the local count: it is not needed
+  ::setenv("LOCAL_WORLD_SIZE", "2000", 1);  // a hint beyond the world (an enclosing job's): the world
+  CHECK(Config::from_env().receive_poll == ringgrad::transport::receive_poll_default(1000, cpus));
+  ::setenv("LOCAL_WORLD_SIZE", "x", 1);
+  CHECK_THROWS_WITH(Config::from_env(), Catch::Contains("LOCAL_WORLD_SIZE='x'"));
+  ::setenv("RINGGRAD_TCP_POLL_US", "250", 1);  // read first: the local count is not even parsed
   CHECK(Config::from_env().receive_poll == 250us);
   ::setenv("RINGGRAD_TCP_POLL_US", "-1", 1);
   CHECK_THROWS_WITH(Config::from_env(), Catch::Contains("RINGGRAD_TCP_POLL_US='-1'"));
+  for (const char* name : {"LOCAL_WORLD_SIZE", "RINGGRAD_TCP_POLL_US", "RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT"}) {
+    ::unsetenv(name);
+  }
 }
