@@ -183,8 +183,10 @@ void exchange_heads(Link& link, const CallHeader& mine, const void* body, Agreem
 
 }  // namespace
 
-Agreement agree(Link& link, const Descriptor& mine, const void* body) {
-  Agreement a;
+void agree(Link& link, const Descriptor& mine, const void* body, Agreement& a) {
+  a.why.clear();
+  a.bodies.clear();
+  a.scratch = nullptr;
   exchange_heads(link, mine.head, body, a);
   const auto agrees = [&](const CallHeader& h) {
     return h.invalid == 0 && std::memcmp(&h, a.heads.data(), offsetof(CallHeader, data)) == 0;
@@ -193,8 +195,10 @@ Agreement agree(Link& link, const Descriptor& mine, const void* body) {
     a.why = find_disagreement(exchange_all(link, mine));
     a.bodies.clear();
     a.scratch = nullptr;
+  } else if (a.bodies.empty() && carries_data(mine.head) && mine.head.by_mpi == 0) {
+    for (const CallHeader& h : a.heads) a.bodies.push_back(h.data);  // the vectors rode inside the headers
+    a.scratch = link.workspace(kHeaderData);
   }
-  return a;
 }
 
 std::string check_counts(Link& link, std::span<const std::size_t> send_counts, std::span<const std::size_t> recv_counts) {

@@ -69,13 +69,16 @@ int call_device(CollKind kind, const ConstBuffer& send, const Buffer& recv, int 
 Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo algo, std::size_t chunk_bytes,
                          bool on_device, bool by_mpi, const std::string& invalid);
 
-/// What agree() found: every rank's header, and why they disagree ("" when they agree).
+/// What agree() found: every rank's header, and why they disagree ("" when they agree). Its
+/// vectors keep their capacity from call to call, so a caller that keeps one Agreement (as the
+/// Communicator does) allocates nothing in a checked call.
 struct Agreement {
   std::vector<CallHeader> heads;  // by rank
   std::string why;
-  /// When the headers agree and body_bytes() > 0: every rank's vector by rank (this rank's is
-  /// its `body`, the others' lie in the link's workspace), and body_bytes() more of workspace
-  /// for the reduction. Empty and null otherwise.
+  /// When the headers agree and the call's vectors came with them (carries_data(), or
+  /// body_bytes() > 0, ringgrad moving the data): every rank's vector by rank (in the headers,
+  /// or this rank's `body` and the others' in the link's workspace), and as many bytes more of
+  /// workspace for the reduction. Empty and null otherwise.
   std::vector<const std::byte*> bodies;
   std::byte* scratch = nullptr;
 };
@@ -85,8 +88,8 @@ struct Agreement {
 /// valid, otherwise, after a second exchange of the full descriptors, the same message on every
 /// rank (find_disagreement). One exchange with every peer each time, in p-1 pairwise steps
 /// over `link` (made with tag kCheckTag). Throws TransportError if a peer is dead or silent
-/// past the timeout.
-Agreement agree(Link& link, const Descriptor& mine, const void* body = nullptr);
+/// past the timeout. Fills `found`, whatever it held before.
+void agree(Link& link, const Descriptor& mine, const void* body, Agreement& found);
 
 /// all_to_all_v's pairwise agreement: each rank sends every peer the count it will send it and
 /// compares the peer's with the count it expects. Empty when all match, else this rank's

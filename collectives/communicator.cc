@@ -470,26 +470,22 @@ bool Communicator::check_agreement(const Task& task) {
   // The headers travel like the data: shared memory once it is set up (the first host
   // collective is checked over TCP, before the ranks meet to set it up).
   const std::unique_ptr<Link> link = host_link(kCheckTag, true);
-  Agreement agreed = agree(*link, mine, task.args.send);
+  if (!agreement_) agreement_ = std::make_unique<Agreement>();
+  Agreement& agreed = *agreement_;
+  agree(*link, mine, task.args.send, agreed);
   if (agreed.why.empty() && task.kind == CollKind::kAllToAllV) {
     // Per-peer counts: each pair compares its own, then every rank hears every mismatch.
     mine = describe_call(task.kind, task.seq, task.args, task.algo, chunk, on_device, by_mpi,
                          check_counts(*link, task.send_counts, task.recv_counts));
-    agreed = agree(*link, mine);
+    agree(*link, mine, nullptr, agreed);
   }
   if (!agreed.why.empty()) throw CollectiveError(fmt::format("{}: {}", where(task), agreed.why));
   // Every rank's vector came in or behind its header: the one-shot all-reduce is done but for
   // the sum. Under MPI, MPI runs every host call: no header says a body follows (body_bytes
-  // reads by_mpi), and the vectors inside headers go unused.
+  // reads by_mpi), and agree() leaves the vectors inside headers unused.
+  if (agreed.bodies.empty()) return false;
   const CollArgs& a = task.args;
-  if (!agreed.bodies.empty()) {
-    reduce_in_rank_order(*link, agreed.bodies, a.recv, a.count, a.dtype, a.op, agreed.scratch);
-    return true;
-  }
-  if (!carries_data(mine.head) || mpi_) return false;
-  std::vector<const std::byte*> inputs;
-  for (const CallHeader& h : agreed.heads) inputs.push_back(h.data);
-  reduce_in_rank_order(*link, inputs, a.recv, a.count, a.dtype, a.op, link->workspace(kHeaderData));
+  reduce_in_rank_order(*link, agreed.bodies, a.recv, a.count, a.dtype, a.op, agreed.scratch);
   return true;
 }
 

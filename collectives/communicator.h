@@ -34,6 +34,7 @@
 
 namespace ringgrad::collectives {
 
+struct Agreement;
 class DeviceBackend;
 class FlightRecorder;
 struct HostBuffers;
@@ -213,6 +214,9 @@ class Communicator {
   std::unique_ptr<ShmPeers> shm_;
   bool shm_decided_ = false;
   std::chrono::microseconds shm_poll_{0};  // how ShmLinks wait; set with shm_
+  // The argument check's findings, reused by every checked call (so none allocates); made by
+  // the first; thread running a task.
+  std::unique_ptr<Agreement> agreement_;
   std::string host_path_;  // how host collectives travel, once decided
 
   mutable std::mutex mutex_;
