@@ -13,7 +13,7 @@
 
 namespace ringgrad {
 namespace {
-std::atomic<int> count{0};
+std::atomic<int> thread_count{0};  // 0: never set
 }  // namespace
 
 void set_num_threads(int n) {
@@ -21,11 +21,11 @@ void set_num_threads(int n) {
 #ifdef RINGGRAD_HAVE_BLAS
   if (const auto* blas = kernels::openblas()) blas->set_num_threads(n);
 #endif
-  count = n;
+  thread_count = n;
   // Its load sets OMP_NUM_THREADS for a moment: now, while the program is likely one thread.
   if (n == 1) kernels::onednn_sgemm();
 }
 
-int num_threads() { return count; }
+int num_threads() { return thread_count; }
 
 }  // namespace ringgrad

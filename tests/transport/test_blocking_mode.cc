@@ -19,6 +19,7 @@
 #include "transport/channel.h"
 #include "transport/connection.h"
 #include "transport/error.h"
+#include "tests/transport/channel_op.h"
 
 namespace {
 
@@ -26,15 +27,6 @@ using namespace std::chrono_literals;
 using ringgrad::transport::detail::Connection;
 using ringgrad::transport::detail::Direction;
 using ringgrad::transport::detail::Op;
-
-Op make(Direction dir, std::vector<std::byte>& data, uint64_t tag) {
-  Op op;
-  op.dir = dir;
-  op.data = data.data();
-  op.size = data.size();
-  op.tag = tag;
-  return op;
-}
 
 void set_non_blocking(int fd, bool on) {
   int value = on ? 1 : 0;
@@ -58,7 +50,7 @@ TEST_CASE("a blocking receive that starts while the socket is briefly non-blocki
     std::this_thread::sleep_for(50ms);
     set_non_blocking(receiver->fd(), false);  // the window closes
     std::this_thread::sleep_for(150ms);
-    Op send = make(Direction::send, out, 7);
+    Op send = ringgrad::test::channel_op(Direction::send, out, 7);
     try {
       sender->channel(Direction::send).run(send);
     } catch (const ringgrad::transport::TransportError&) {
@@ -66,7 +58,7 @@ TEST_CASE("a blocking receive that starts while the socket is briefly non-blocki
     }
   });
   const auto t0 = std::chrono::steady_clock::now();
-  Op recv = make(Direction::recv, in, 7);
+  Op recv = ringgrad::test::channel_op(Direction::recv, in, 7);
   std::string error;
   try {
     receiver->channel(Direction::recv).run(recv);

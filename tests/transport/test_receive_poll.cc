@@ -21,6 +21,7 @@
 #include "transport/connection.h"
 #include "transport/cpus.h"
 #include "transport/error.h"
+#include "tests/transport/channel_op.h"
 
 namespace {
 
@@ -30,15 +31,6 @@ using ringgrad::transport::TransportError;
 using ringgrad::transport::detail::Connection;
 using ringgrad::transport::detail::Direction;
 using ringgrad::transport::detail::Op;
-
-Op make(Direction dir, std::vector<std::byte>& data, uint64_t tag) {
-  Op op;
-  op.dir = dir;
-  op.data = data.data();
-  op.size = data.size();
-  op.tag = tag;
-  return op;
-}
 
 struct Received {
   std::string error;                     // "" if the receive succeeded
@@ -65,10 +57,10 @@ Received receive_after(std::chrono::microseconds poll, std::chrono::milliseconds
   std::thread peer([&] {
     std::this_thread::sleep_for(delay);
     if (close) return sender->fail("the test shuts it down");  // the receiver reads the end of its stream
-    Op send = make(Direction::send, out, 5);
+    Op send = ringgrad::test::channel_op(Direction::send, out, 5);
     sender->channel(Direction::send).run(send);
   });
-  Op recv = make(Direction::recv, in, 5);
+  Op recv = ringgrad::test::channel_op(Direction::recv, in, 5);
   Received r;
   const auto cpu0 = thread_cpu();
   try {
