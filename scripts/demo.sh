@@ -3,8 +3,10 @@
 # data: the MLP on Fashion-MNIST, then a short GPT run on Tiny Shakespeare.
 #   scripts/demo.sh [TINYSHAKESPEARE_TXT]    (default ../shared/data/tinyshakespeare.txt)
 set -euo pipefail
+# A path given is taken from where the command was run; the default, from the checkout.
+if [ $# -gt 0 ]; then text=$(realpath -m -- "$1"); fi
 cd "$(dirname "$0")/.."
-text=${1:-../shared/data/tinyshakespeare.txt}
+text=${text:-../shared/data/tinyshakespeare.txt}
 if [ ! -f "$text" ]; then  # before anything is installed or built
   if [ -d "$text" ]; then echo "demo.sh: $text is a directory: pass the Tiny Shakespeare text file itself" >&2
   else echo "demo.sh: $text: no such file: pass the Tiny Shakespeare text file as the first argument" >&2; fi
