@@ -4,7 +4,7 @@
 #   scripts/demo.sh [TINYSHAKESPEARE_TXT]    (default ../shared/data/tinyshakespeare.txt)
 set -euo pipefail
 # A path given is taken from where the command was run; the default, from the checkout.
-if [ $# -gt 0 ]; then text=$(realpath -m -- "$1"); fi
+if [ $# -gt 0 ]; then case $1 in /*) text=$1 ;; *) text=$PWD/$1 ;; esac; fi
 cd "$(dirname "$0")/.."
 text=${text:-../shared/data/tinyshakespeare.txt}
 if [ ! -f "$text" ]; then  # before anything is installed or built

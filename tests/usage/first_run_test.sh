@@ -54,6 +54,11 @@ for wrong in "$dir/no/such/file" "$dir"; do
   grep -q "demo.sh: $wrong" "$dir/out.txt" || fail "$(cat "$dir/out.txt")"
   ! grep -q "building" "$dir/out.txt" || fail "demo.sh $wrong built before checking"
 done
+# A relative path is taken from where demo.sh was run, not from the checkout.
+status=0
+(cd "$dir" && "$src/scripts/demo.sh" no_such.txt) > "$dir/out.txt" 2>&1 || status=$?
+[ $status -eq 2 ] || fail "demo.sh no_such.txt exited $status"
+grep -q "demo.sh: $dir/no_such.txt: no such file" "$dir/out.txt" || fail "$(cat "$dir/out.txt")"
 echo "demo.sh with a wrong file: exit 2 at once"
 
 # 5. A batch that does not divide by the world size: every rank finds it, the user reads it once.
