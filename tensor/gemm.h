@@ -1,7 +1,8 @@
 // GEMM, the one routine most training time goes to: C = alpha * op(A) op(B) + beta * C,
 // row-major, op(X) = X or X^T. Four implementations behind gemm(): a readable reference kernel,
 // the CPU BLAS (OpenBLAS cblas_?gemm) when the build found one, oneDNN's sgemm for the large
-// float32 products where it is faster (tensor/onednn.h), and cuBLAS on a GPU (tensor/cublas.h). gemm() and gemm_batched() apply the matmul precision (tensor/precision.h).
+// float32 products where it is faster (tensor/onednn.h), and cuBLAS on a GPU (tensor/cublas.h).
+// gemm() and gemm_batched() apply the matmul precision (tensor/precision.h).
 #pragma once
 
 #include <cstdint>

@@ -49,7 +49,8 @@ void write_all(int fd, const std::string& text) {
     config.job_id = job_id;
     config.timeout = options.timeout;
     // Small receives poll as under ringgrad-run, so the tests run the path jobs take.
-    config.receive_poll = transport::receive_poll_default(world_size, static_cast<int>(transport::allowed_cpus().size()));
+    const auto cpus = static_cast<int>(transport::allowed_cpus().size());
+    config.receive_poll = transport::receive_poll_default(world_size, cpus);
     fn(config);
   } catch (const std::exception& e) {
     message = e.what();
