@@ -330,8 +330,9 @@ Work Communicator::submit(Task task, bool blocking) {
   if (!task.invalid.empty() && (!options_.check_args || !is_collective(task.kind)))
     throw CollectiveError(fmt::format("{} on {}: {}", coll_name(task.kind), describe_rank(group_), task.invalid));
   const bool inline_run = blocking && queue_.empty() && !running_;  // on the caller's thread: no hand-off
+  task.seq = next_seq_;  // a send/recv runs before the collective issued after it
   if (is_collective(task.kind)) {
-    task.seq = next_seq_++;
+    ++next_seq_;
     recorder_->queued(task.seq, task.kind, task.bytes, task.args.dtype, task.algo, inline_run);
   }
   CommStats::Entry& counted = stats_.by_kind[task.kind];
@@ -402,11 +403,11 @@ std::exception_ptr Communicator::execute(Task& task) {
   } catch (const transport::TransportError& e) {
     error = std::make_exception_ptr(transport::TransportError(fmt::format("{}: {}", where(task), e.what())));
     if (is_collective(task.kind)) recorder_->ended(task.seq, false);
-    break_on(e);
+    break_on(e, task.seq);
     recorder_->dump();  // what this rank was doing, for the launcher's desync report
   } catch (const std::exception& e) {
     error = std::current_exception();
-    break_on(e);
+    break_on(e, task.seq);
   }
   if (is_collective(task.kind)) recorder_->ended(task.seq, !error);
   return error;
@@ -427,7 +428,7 @@ void Communicator::move_data(Task& task) {
   if (task.device == kHost && mpi_) {
     run_on_mpi(task);
   } else if (task.device == kHost) {
-    const std::unique_ptr<Link> link = host_link(tag, is_collective(task.kind));
+    const std::unique_ptr<Link> link = host_link(task, tag);
     if (task.kind == CollKind::kBatchSendRecv) irecv_isend_waitall(*link, task.ops);
     else if (task.kind == CollKind::kAllToAllV) pairwise_all_to_all_v(*link, task.args, task.send_counts, task.recv_counts);
     else run_collective(*link, task.kind, task.algo, task.args, task.peer, hosts_);
@@ -449,10 +450,12 @@ void Communicator::run_on_mpi(Task& task) {
 }
 
 // A transport failure leaves the ranks out of step: every later call fails with the first error.
-void Communicator::break_on(const std::exception& error) {
+// This rank runs no collective from `first` on (the failed call's sequence number, or for a
+// send/recv the next collective's).
+void Communicator::break_on(const std::exception& error, uint64_t first) {
   std::lock_guard lock(mutex_);
   broken_ = error.what();
-  if (shm_) shm_->abort(rank_);  // peers asleep on shared memory wake and fail now
+  if (shm_) shm_->abort(rank_, first);  // peers waiting in those collectives wake and fail now
   // Abort: closing every connection makes the peers fail now instead of at their timeout
   // (and lets rank 0's transport leave without waiting for peers blocked on it).
   transport_->abort(error.what());
@@ -469,7 +472,7 @@ bool Communicator::check_agreement(const Task& task) {
   Descriptor mine = describe_call(task.kind, task.seq, task.args, task.algo, chunk, on_device, by_mpi, task.invalid);
   // The headers travel like the data: shared memory once it is set up (the first host
   // collective is checked over TCP, before the ranks meet to set it up).
-  const std::unique_ptr<Link> link = host_link(kCheckTag, true);
+  const std::unique_ptr<Link> link = host_link(task, kCheckTag);
   if (!agreement_) agreement_ = std::make_unique<Agreement>();
   Agreement& agreed = *agreement_;
   agree(*link, mine, task.args.send, agreed);
@@ -500,8 +503,9 @@ void Communicator::choose_host_path() {
   host_path_ = shm_ ? "shared memory" : fmt::format("TCP ({})", why);
 }
 
-std::unique_ptr<Link> Communicator::host_link(uint64_t tag, bool collective) {
-  if (shm_ && collective) return std::make_unique<ShmLink>(*shm_, *transport_, tag, shm_poll_, *host_buffers_);
+std::unique_ptr<Link> Communicator::host_link(const Task& task, uint64_t tag) {
+  if (shm_ && is_collective(task.kind))
+    return std::make_unique<ShmLink>(*shm_, *transport_, task.seq, tag, shm_poll_, *host_buffers_);
   return std::make_unique<HostLink>(*transport_, group_, tag, options_.chunk_bytes, *host_buffers_);
 }
 

@@ -186,8 +186,8 @@ class Communicator {
   bool check_agreement(const Task& task);
   void choose_host_path();
   // The link for host memory: shared memory for collectives once set up, else TCP.
-  std::unique_ptr<Link> host_link(uint64_t tag, bool collective);
-  void break_on(const std::exception& error);
+  std::unique_ptr<Link> host_link(const Task& task, uint64_t tag);
+  void break_on(const std::exception& error, uint64_t first);
   void run_on_mpi(Task& task);
 
   Communicator(std::shared_ptr<transport::Transport> transport, CommOptions options, Group group, HostLayout hosts);

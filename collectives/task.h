@@ -28,7 +28,7 @@ struct Task {
   std::vector<P2POp> ops;  // batch_send_recv only
   std::vector<std::size_t> send_counts, recv_counts;  // all_to_all_v only: elements per peer
   uint64_t tag = 0;    // send/recv: the caller's tag; collectives: set to the sequence number
-  uint64_t seq = 0;    // collectives: issue order, the same on every rank
+  uint64_t seq = 0;    // collectives: issue order, the same on every rank; others: the next collective's
   std::string invalid;  // why this rank's arguments are unusable, or empty
   std::shared_ptr<Work::State> state;
 };

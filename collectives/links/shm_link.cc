@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include <fmt/format.h>
@@ -42,11 +43,12 @@ std::chrono::microseconds shm_poll_default(int local_ranks, int cpus) {
   return local_ranks <= cpus ? std::chrono::microseconds(5000) : kShmPollBrief;
 }
 
-ShmLink::ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t tag, std::chrono::microseconds poll,
-                 HostBuffers& buffers)
+ShmLink::ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t seq, uint64_t tag,
+                 std::chrono::microseconds poll, HostBuffers& buffers)
     : PollingLink(transport.rank(), transport.world_size(), peers.chunk_bytes(), buffers),
       peers_(peers),
       transport_(transport),
+      seq_(seq),
       tag_(tag),
       poll_(poll) {}
 
@@ -149,9 +151,11 @@ void ShmLink::wait(const Outgoing& out, const Incoming& in, Clock::time_point la
       s += fmt::format("{}receiving {} of {} bytes from rank {}", s.empty() ? "" : ", ", in.done, in.bytes, in.from);
     return s;
   };
-  if (const std::uint32_t by = std::atomic_ref(bell.aborted).load(); by != 0)
-    throw transport::TransportError(fmt::format("rank {}: rank {}'s collective failed, so this one stops ({})", rank(),
-                                                by - 1, what()));
+  // A peer that failed after it finished this collective leaves it to finish: its pieces are
+  // already in the inboxes.
+  if (const std::optional<ShmAbort> failed = peers_.aborted(rank()); failed && failed->first <= seq_)
+    throw transport::TransportError(fmt::format("rank {}: rank {} failed and runs no collective from #{} on, so this "
+                                                "one stops ({})", rank(), failed->rank, failed->first, what()));
   for (int peer : {out.done < out.bytes ? out.to : -1, in.done < in.bytes ? in.from : -1}) {
     if (peer >= 0 && !transport_.connected(peer))
       throw transport::TransportError(fmt::format("rank {}: rank {} closed its connection: it exited or died ({})",

@@ -21,10 +21,10 @@ namespace ringgrad::collectives {
 
 class ShmLink final : public PollingLink<HostMemoryLink> {
  public:
-  /// A link for one collective with tag `tag` (its sequence number): every piece carries it and
-  /// a piece of another operation is an error. `transport` tells whether peers are alive. A
-  /// wait polls for up to `poll` after the last progress before it sleeps.
-  ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t tag, std::chrono::microseconds poll,
+  /// A link for collective number `seq`, whose pieces carry `tag` (the sequence number, or the
+  /// argument check's tag): a piece of another operation is an error. `transport` tells whether
+  /// peers are alive. A wait polls for up to `poll` after the last progress before it sleeps.
+  ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t seq, uint64_t tag, std::chrono::microseconds poll,
           HostBuffers& buffers);
 
  private:
@@ -33,11 +33,13 @@ class ShmLink final : public PollingLink<HostMemoryLink> {
   void exchange(Outgoing out, Incoming in) override;
   // Whether the send has a free slot or the receive a piece waiting.
   bool ready(const Outgoing& out, const Incoming& in) const;
-  // Polls, then sleeps, until ready(); throws on an abort, a dead peer or the timeout.
+  // Polls, then sleeps, until ready(); throws on a peer's failure at or before this collective,
+  // a dead peer or the timeout.
   void wait(const Outgoing& out, const Incoming& in, std::chrono::steady_clock::time_point last_progress);
 
   ShmPeers& peers_;
   transport::Transport& transport_;
+  uint64_t seq_;
   uint64_t tag_;
   std::chrono::microseconds poll_;
 };

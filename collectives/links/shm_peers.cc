@@ -107,11 +107,25 @@ void ShmPeers::wake(ShmDoorbell& bell) const {
   transport::futex_wake(&bell.rings);
 }
 
-void ShmPeers::abort(int rank) const {
+// An ShmAbort as one word: (1 + first) << 24 | rank. A reader sees a consistent pair, 0 means no
+// failure, and the word's order is `first`'s, so an atomic minimum keeps the earliest failure.
+constexpr int kAbortRankBits = 24;
+
+void ShmPeers::abort(int rank, std::uint64_t first) const {
+  const std::uint64_t word = (first + 1) << kAbortRankBits | static_cast<std::uint64_t>(rank);
   for (int q = 0; q < world_size_; ++q) {
-    std::atomic_ref(doorbell(q).aborted).store(static_cast<std::uint32_t>(rank) + 1);
+    std::atomic_ref aborted(doorbell(q).aborted);
+    std::uint64_t seen = aborted.load();
+    while ((seen == 0 || word < seen) && !aborted.compare_exchange_weak(seen, word)) {
+    }
     wake(doorbell(q));
   }
+}
+
+std::optional<ShmAbort> ShmPeers::aborted(int rank) const {
+  const std::uint64_t word = std::atomic_ref(doorbell(rank).aborted).load();
+  if (word == 0) return std::nullopt;
+  return ShmAbort{static_cast<int>(word & ((1u << kAbortRankBits) - 1)), (word >> kAbortRankBits) - 1};
 }
 
 }  // namespace ringgrad::collectives

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,12 +22,20 @@ namespace ringgrad::collectives {
 /// Pieces an inbox holds: the sender runs at most this far ahead of the receiver.
 constexpr int kShmSlots = 4;
 
-/// The 32-bit words two processes meet on. Each is written by one side only, except `rings` and
+/// The words two processes meet on. Each is written by one side only, except `rings` and
 /// `aborted`.
 struct alignas(64) ShmDoorbell {
   std::uint32_t rings;     // bumped to wake this rank's sleepers (the futex word)
   std::uint32_t sleepers;  // this rank's threads asleep, or about to sleep, on `rings`
-  std::uint32_t aborted;   // 1 + the rank whose collective failed, 0 while none did
+  std::uint64_t aborted;   // 0 while no rank failed, else an ShmAbort packed into one word
+};
+
+/// A rank that failed: it runs no collective from sequence number `first` on. Waits in those
+/// collectives fail at once; an earlier collective, which that rank finished before it failed,
+/// still finishes on the ranks that are behind.
+struct ShmAbort {
+  int rank = -1;
+  std::uint64_t first = 0;
 };
 
 struct ShmInbox {
@@ -63,8 +72,12 @@ class ShmPeers {
   std::byte* slot(int owner, int sender, std::uint32_t k) const;
   /// Wakes `rank` if it sleeps (call after giving it a piece or a free slot).
   void ring(int rank) const;
-  /// Marks every rank's doorbell aborted by `rank` (this one) and rings it: their waits fail now.
-  void abort(int rank) const;
+  /// Marks every rank's doorbell: `rank` (this one) runs no collective from `first` on. Rings
+  /// them, so their waits in those collectives fail now. Of several failures each doorbell keeps
+  /// the earliest `first`.
+  void abort(int rank, std::uint64_t first) const;
+  /// What `rank`'s doorbell says failed, if anything.
+  std::optional<ShmAbort> aborted(int rank) const;
 
  private:
   void wake(ShmDoorbell& bell) const;

@@ -1,7 +1,8 @@
 // Ranks that disagree (count, dtype, op, root, collective) or pass unusable buffers get a
 // CollectiveError on every rank naming the ranks and values, and the communicator stays usable;
 // a rank killed during a 64 MiB all_reduce makes every survivor throw within the timeout, over
-// shared memory and over TCP.
+// shared memory and over TCP, and a rank that fails after finishing a collective leaves the ranks
+// behind to finish it.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -194,6 +195,46 @@ void kill_a_rank_during_all_reduce(bool shared_memory) {
 TEST_CASE("a rank killed during a 64 MiB all_reduce makes every survivor throw within the timeout", "[collectives]") {
   SECTION("over shared memory") { kill_a_rank_during_all_reduce(true); }
   SECTION("over TCP") { kill_a_rank_during_all_reduce(false); }
+}
+
+namespace {
+
+// Broadcast #1 runs along the chain 0 -> 1 -> 2 -> 3 with rank 3 already dead: rank 0 hands its
+// piece to rank 1 and is done, while rank 1 sleeps and rank 2 waits for it. Rank 0's all-reduce
+// #2 then fails on dead rank 3 and aborts (over shared memory it marks every doorbell: rank 0
+// runs nothing from #2 on). Rank 2 must still get #1's value, then fail #2.
+void fail_after_finishing_a_collective(bool shared_memory) {
+  RunOptions options;
+  options.timeout = std::chrono::seconds(20);
+  const auto results = run_ranks(4, [&](const transport::Config& config) {
+    collectives::CommOptions comm_options;
+    comm_options.shared_memory = shared_memory;
+    comm_options.check_args = false;  // no check exchange: rank 0 leaves #1 once its piece is out
+    Communicator comm(config, comm_options);
+    comm.barrier();  // #0 sets up shared memory
+    check(comm.host_path().starts_with(shared_memory ? "shared memory" : "TCP"), comm.host_path());
+    const int r = comm.rank();
+    if (r == 3) ::_exit(3);
+    if (r == 1) std::this_thread::sleep_for(std::chrono::milliseconds(600));
+    float v = r == 0 ? 42.0f : 0.0f;
+    comm.broadcast(Buffer{&v, 1, DType::kFloat32}, Buffer{&v, 1, DType::kFloat32}, 0, Algo::kRing);
+    check(v == 42.0f, fmt::format("rank {}: broadcast #1 gave {}", r, v));
+    try {
+      comm.all_reduce(Buffer{&v, 1, DType::kFloat32}, Buffer{&v, 1, DType::kFloat32}, ReduceOp::SUM, Algo::kRing);
+      check(false, fmt::format("rank {}: all_reduce #2 returned although rank 3 is dead", r));
+    } catch (const transport::TransportError& e) {
+      check(std::string(e.what()).find("all_reduce #2") != std::string::npos, e.what());
+    }
+  }, options);
+  INFO(describe(results));
+  for (const auto& res : results) CHECK((res.rank == 3 ? res.exit_code == 3 : res.ok()));
+}
+
+}  // namespace
+
+TEST_CASE("a rank that fails after it finished a collective lets the ranks behind finish that one", "[collectives]") {
+  SECTION("over shared memory") { fail_after_finishing_a_collective(true); }
+  SECTION("over TCP") { fail_after_finishing_a_collective(false); }
 }
 
 TEST_CASE("ranks on one host use shared memory unless one rank turns it off, with the same sums", "[collectives]") {
