@@ -107,17 +107,17 @@ void ShmPeers::wake(ShmDoorbell& bell) const {
   transport::futex_wake(&bell.rings);
 }
 
-// An ShmAbort as one word: (1 + first) << 24 | rank. A reader sees a consistent pair, 0 means no
-// failure, and the word's order is `first`'s, so an atomic minimum keeps the earliest failure.
+// An ShmAbort as one word: (1 + first) << 24 | rank (ranks are below 2^20, the transport's
+// largest world). A reader sees a consistent pair, 0 means no failure, and the words order as
+// their `first`s do, so an atomic minimum keeps the earliest failure.
 constexpr int kAbortRankBits = 24;
 
 void ShmPeers::abort(int rank, std::uint64_t first) const {
   const std::uint64_t word = (first + 1) << kAbortRankBits | static_cast<std::uint64_t>(rank);
   for (int q = 0; q < world_size_; ++q) {
     std::atomic_ref aborted(doorbell(q).aborted);
-    std::uint64_t seen = aborted.load();
-    while ((seen == 0 || word < seen) && !aborted.compare_exchange_weak(seen, word)) {
-    }
+    std::uint64_t seen = aborted.load();  // replaced while it is none or a later failure
+    while ((seen == 0 || word < seen) && !aborted.compare_exchange_weak(seen, word)) continue;
     wake(doorbell(q));
   }
 }
