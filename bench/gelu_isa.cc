@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/parse.h"
 #include "tensor/gelu.h"
 
 namespace {
@@ -92,7 +93,7 @@ int main(int argc, char** argv) {
   std::int64_t n = 12 * 64 * 512;
   app.add_option("--rounds", rounds, "Interleaved rounds; each times every build once")->check(CLI::PositiveNumber);
   app.add_option("--elements", n, "Floats per call (default: the baby GPT's MLP activation)")->check(CLI::PositiveNumber);
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
 
   __builtin_cpu_init();
   const std::vector<Build> builds = {

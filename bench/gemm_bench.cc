@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "cli/parse.h"
 #include "tensor/cuda_runtime.h"
 #include "tensor/gemm.h"
 #include "tensor/precision.h"
@@ -144,7 +145,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"fp32", "bf16"}));
   app.add_option("--threads", threads, "BLAS threads (CPU)")->check(CLI::PositiveNumber);
   app.add_option("--min-seconds", min_seconds, "Time spent per measurement");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
   set_num_threads(threads);
   set_matmul_precision(parse_matmul_precision(dtype));
   Device device;

@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/parse.h"
 #include "tensor/gemm.h"
 #include "tensor/onednn.h"
 #include "tensor/threads.h"
@@ -195,7 +196,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> only;
   app.add_option("--library", only, "Time only these (repeatable); all that load by default")
       ->check(CLI::IsMember({"OpenBLAS", "oneDNN", "BLIS", "ringgrad"}));
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
   if (model.n_embd % model.n_head != 0) {
     fmt::print(stderr, "gemm_libraries: --n_embd {} does not divide into --n_head {}\n", model.n_embd, model.n_head);
     return 2;

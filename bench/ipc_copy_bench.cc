@@ -12,6 +12,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/parse.h"
 #include "transport/cuda_ipc.h"
 #include "transport/transport.h"
 
@@ -48,7 +49,7 @@ int main(int argc, char** argv) {
   CLI::App app{"ipc_copy_bench: CUDA IPC copy vs cudaMemcpy device-to-device; run on 2 ranks under ringgrad-run"};
   app.add_option("-e,--max_mib", max_mib, "largest copy in MiB")->capture_default_str();
   app.add_option("-n,--iters", iters, "copies per size (the median is reported)")->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
   try {
     ringgrad::transport::Transport transport(ringgrad::transport::Config::from_env());
     if (transport.world_size() != 2) throw std::runtime_error("run it on exactly 2 ranks");

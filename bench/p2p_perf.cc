@@ -24,6 +24,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/parse.h"
 #include "transport/transport.h"
 
 namespace {
@@ -171,7 +172,7 @@ int main(int argc, char** argv) {
   app.add_option("--sizes", sizes, "message sizes, bytes");
   app.add_option("--reps", reps, "runs per figure; the best is reported");
   app.add_option("--window", window, "messages in flight per bandwidth round (osu_bw's window)");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
 
   try {
     Transport t(ringgrad::transport::Config::from_env());

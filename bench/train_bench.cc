@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "autograd/trace.h"
+#include "cli/parse.h"
 #include "nn/transformer/train_config.h"
 #include "nn/transformer/train_step.h"
 #include "tensor/cuda_runtime.h"
@@ -63,7 +64,7 @@ int main(int argc, char** argv) {
   bool trace_cost = false;
   app.add_flag("--trace_cost", trace_cost, "Record every other timed step's timeline (autograd/trace.h) and compare the "
                                            "two halves' median step: what tracing costs");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
 
   Device device;
   try {

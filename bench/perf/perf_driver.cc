@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/perf/device_mirror.h"
+#include "cli/parse.h"
 #include "collectives/cost_model.h"
 #include "collectives/backends/mpi_backend.h"
 #include "collectives/reference.h"
@@ -417,7 +418,7 @@ int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vect
   app.add_option("--backend", o.backend, "ringgrad, nccl (--device cuda), mpi (--device cpu, under mpirun), or both: "
                                           "ringgrad beside nccl or mpi in one table")
       ->check(CLI::IsMember({"ringgrad", "nccl", "mpi", "both"}))->capture_default_str();
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
   try {
     if (o.iters < 1 || o.warmup < 0 || o.repeat < 1)
       throw std::invalid_argument(fmt::format("-n {}, -w {}, --repeat {}: need -n >= 1, -w >= 0 and --repeat >= 1",

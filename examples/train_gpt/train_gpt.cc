@@ -25,6 +25,7 @@
 
 #include "autograd/ops.h"
 #include "autograd/trace.h"
+#include "cli/parse.h"
 #include "examples/train_gpt/model_parallel.h"
 #include "nn/data/char_dataset.h"
 #include "nn/data/idx.h"
@@ -385,7 +386,7 @@ int main(int argc, char** argv) {
   pre.allow_extras();
   pre.set_help_flag();
   pre.add_option("--config", preset);
-  CLI11_PARSE(pre, argc, argv);
+  if (const auto status = ringgrad::cli::parse(pre, argc, argv)) return *status;
   nn::TrainConfig cfg;
   try {
     cfg = nn::train_preset(preset);
@@ -453,7 +454,7 @@ int main(int argc, char** argv) {
   bool print_config = false;
   app.add_flag(flag("print_config"), print_config, "Print the run's whole config (the preset and the flags) as one "
                "JSON line, and stop (what a twin in another framework reads)");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
   if (print_config) {
     fmt::print("{}\n", nn::train_config_json(cfg));
     return 0;

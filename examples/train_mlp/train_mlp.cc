@@ -16,6 +16,7 @@
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "autograd/trace.h"
+#include "cli/parse.h"
 #include "nn/data/fashion_mnist.h"
 #include "nn/data/idx.h"
 #include "nn/data/loader.h"
@@ -219,7 +220,7 @@ int main(int argc, char** argv) {
   app.add_option("--backend", opt.backend,
                  "Collectives on GPU tensors: ringgrad (CUDA IPC / staging) or nccl (default: RINGGRAD_BACKEND, else ringgrad)")
       ->check(CLI::IsMember({"ringgrad", "nccl"}));
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
   try {
     return run(opt);
   } catch (const data::DataError& e) {

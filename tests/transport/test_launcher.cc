@@ -144,6 +144,13 @@ TEST_CASE("ringgrad-run --max-restarts retries a failure, not a usage error, and
   CHECK(std::count(lines.begin(), lines.end(), 'x') == 1);
   CHECK(contains(o.err, "a usage error, which a restart would repeat: not restarting"));
   std::remove(starts.c_str());
+  // A ringgrad program's bad flag is such a usage error (CLI11 alone would exit 100-120).
+  o = sh(run + " --nproc-per-node 2 --max-restarts 2 " ALL_REDUCE_PERF " --stepfactor abc");
+  INFO(o.err);
+  CHECK(o.exit_code == 2);
+  CHECK(contains(o.err, "--stepfactor = abc"));
+  CHECK(contains(o.err, "not restarting"));
+  CHECK_FALSE(contains(o.err, "restarting all ranks"));
 }
 
 TEST_CASE("Ctrl-C on ringgrad-run stops every rank") {

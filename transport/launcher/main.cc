@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/parse.h"
 #include "transport/cpus.h"
 #include "transport/launcher/supervisor.h"
 
@@ -65,7 +66,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1000));
   app.prefix_command();  // the first positional argument is the program: it and all after it are its own
   app.footer("After the options: the program and its arguments (an optional -- may separate them).");
-  CLI11_PARSE(app, argc, argv);
+  if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
   command = app.remaining();
   if (!command.empty() && command.front() == "--") command.erase(command.begin());
 
