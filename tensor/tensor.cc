@@ -14,6 +14,13 @@
 
 namespace ringgrad {
 
+namespace {
+void check_sizes(const Shape& shape) {
+  for (std::int64_t s : shape)
+    if (s < 0) throw std::invalid_argument("Tensor: negative size in shape " + shape_str(shape));
+}
+}  // namespace
+
 Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides,
                std::int64_t offset, DType dtype)
     : storage_(std::move(storage)),
@@ -21,14 +28,14 @@ Tensor::Tensor(std::shared_ptr<Storage> storage, Shape shape, Strides strides,
       strides_(std::move(strides)),
       offset_(offset),
       dtype_(dtype) {
-  for (std::int64_t s : shape_) {
-    if (s < 0) throw std::invalid_argument("Tensor: negative size in shape " + shape_str(shape_));
-  }
+  check_sizes(shape_);
 }
 
 namespace {
 // A contiguous tensor of `shape` on `device` (a GPU that is not there is reported by Storage).
+// The sizes are checked before the bytes are counted: -1 rows would ask for 2^64 bytes.
 Tensor make_tensor(const Shape& shape, DType dtype, Device device, bool zeroed) {
+  check_sizes(shape);
   const auto bytes = static_cast<std::size_t>(ringgrad::numel(shape)) * dtype_size(dtype);
   return Tensor(std::make_shared<Storage>(bytes, zeroed, device), shape, contiguous_strides(shape), 0, dtype);
 }

@@ -64,3 +64,12 @@ TEST_CASE("squeeze and unsqueeze") {
   REQUIRE(k::squeeze(k::unsqueeze(a, 0), 0).shape() == Shape{2, 3});
   REQUIRE_THROWS(k::squeeze(a, 0));
 }
+
+TEST_CASE("a negative size is a named error before any memory is asked for") {
+  // -1 rows once became a 2^64-byte request whose clearing crashed (train_gpt --block_size -1).
+  for (const Shape& shape : {Shape{-1}, Shape{4, -8}, Shape{65, -8}}) {
+    CHECK_THROWS_WITH(Tensor::zeros(shape), Catch::Contains("negative size"));
+    CHECK_THROWS_WITH(Tensor::empty(shape), Catch::Contains("negative size"));
+  }
+  CHECK(Tensor::zeros({0, 3}).numel() == 0);  // an empty tensor is fine
+}
