@@ -16,7 +16,7 @@
 
 using namespace ringgrad;
 
-int main() {
+int main() try {
   collectives::Communicator comm(launch::job_or_exit("02_all_reduce_by_hand"));
   const int rank = comm.rank(), world = comm.world_size();
   auto model = toy::make_model();  // same seed on every rank: the same starting point
@@ -50,4 +50,6 @@ int main() {
     fmt::print("{} ranks with {} samples each per step trained the same model as one process with {}.\n", world,
                local, kBatch);
   }
+} catch (const std::exception& e) {
+  return launch::report("02_all_reduce_by_hand", e);
 }

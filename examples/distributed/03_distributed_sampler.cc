@@ -6,11 +6,12 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "examples/distributed/launch.h"
 #include "nn/data/distributed_sampler.h"
 
 using ringgrad::nn::data::DistributedSampler;
 
-int main() {
+int main() try {
   constexpr int kRanks = 3;
   for (bool shuffle : {false, true}) {
     for (bool drop_last : {false, true}) {
@@ -27,4 +28,6 @@ int main() {
     }
   }
   fmt::print("Without drop_last, 10 samples become 12: the first two are repeated at the end.\n");
+} catch (const std::exception& e) {
+  return launch::report("03_distributed_sampler", e);
 }

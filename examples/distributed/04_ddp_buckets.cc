@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "autograd/ops.h"
+#include "examples/distributed/launch.h"
 #include "examples/distributed/toy.h"
 #include "nn/parallel/accelerator.h"
 #include "nn/parallel/ddp.h"
@@ -45,7 +46,7 @@ double train(parallel::Accelerator& acc, const std::string& strategy, double buc
 
 }  // namespace
 
-int main() {
+int main() try {
   parallel::Accelerator acc;
   acc.print("ddp with 8 KiB buckets (so this small model gets several):\n");
   const double overlapped = train(acc, "ddp", 8.0 / 1024);
@@ -53,4 +54,6 @@ int main() {
   acc.print("waiting on communication over 100 steps: ddp {:.1f} ms, ddp-naive {:.1f} ms\n", overlapped * 1e3, naive * 1e3);
   acc.print("ddp-naive all-reduces each gradient after backward, one by one; ddp starts each bucket during\n"
             "backward, so only what is still in flight when backward ends is waited for.\n");
+} catch (const std::exception& e) {
+  return launch::report("04_ddp_buckets", e);
 }

@@ -9,6 +9,7 @@
 #include <cmath>
 
 #include "autograd/ops.h"
+#include "examples/distributed/launch.h"
 #include "examples/distributed/toy.h"
 #include "nn/parallel/accelerator.h"
 #include "nn/parallel/training_state.h"
@@ -16,7 +17,7 @@
 using namespace ringgrad;
 namespace parallel = ringgrad::nn::parallel;
 
-int main() {
+int main() try {
   parallel::Accelerator acc;
   auto adamw = [](std::vector<nn::ParamGroup> g) { return std::make_unique<nn::AdamW>(std::move(g), nn::AdamOptions{1e-3}); };
   std::vector<float> reference;
@@ -49,4 +50,6 @@ int main() {
   acc.print("With {} ranks a sharded state is 1/{} of DDP's: the optimizer's from zero1 on (zero1 still keeps\n"
             "the full gradients, beside the reduced shards), the gradients' from zero2, the parameters' with fsdp.\n",
             acc.world_size(), acc.world_size());
+} catch (const std::exception& e) {
+  return launch::report("05_zero_and_fsdp", e);
 }

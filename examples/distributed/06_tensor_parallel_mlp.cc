@@ -26,7 +26,7 @@ using compare::max_abs_diff;
 using nn::parallel::ColumnParallelLinear;
 using nn::parallel::RowParallelLinear;
 
-int main() {
+int main() try {
   collectives::Communicator tp(launch::job_or_exit("06_tensor_parallel_mlp"));
   const int rank = tp.rank(), p = tp.world_size();
   constexpr std::int64_t kBatch = 16, kC = 24;  // 4C = 96 hidden units, 96/p per rank
@@ -59,4 +59,6 @@ int main() {
   if (rank == 0)
     fmt::print("communication: one all-reduce of {} x {} forward (the outputs) and one backward (the input "
                "gradient): 2 x {} bytes in float64, whatever the hidden size\n", kBatch, kC, kBatch * kC * 8);
+} catch (const std::exception& e) {
+  return launch::report("06_tensor_parallel_mlp", e);
 }

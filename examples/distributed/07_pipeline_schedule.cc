@@ -38,7 +38,7 @@ std::vector<double> flatten(const PipelineStepResult& r, std::size_t slots) {
 
 }  // namespace
 
-int main() {
+int main() try {
   collectives::Communicator pp(launch::job_or_exit("07_pipeline_schedule"));
   const int stages = pp.world_size(), stage = pp.rank();
   nn::GPTConfig c;
@@ -113,4 +113,6 @@ int main() {
                  100.0 * (stages - 1) / (m + stages - 1));
     }
   }
+} catch (const std::exception& e) {
+  return launch::report("07_pipeline_schedule", e);
 }

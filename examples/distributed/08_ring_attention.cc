@@ -22,7 +22,7 @@
 using namespace ringgrad;
 using compare::max_abs_diff;
 
-int main() {
+int main() try {
   collectives::Communicator cp(launch::job_or_exit("08_ring_attention"));
   const int rank = cp.rank(), c = cp.world_size();
   constexpr std::int64_t kB = 2, kT = 48, kC = 32, kH = 4;
@@ -53,4 +53,6 @@ int main() {
                "({:.0f} bytes): {:.3f} MB\n", c - 1, c == 2 ? "" : "es", block, c, 2 * block,
                ((c - 1) * 2 * block + c * 2 * 2 * block) / 1e6);
   }
+} catch (const std::exception& e) {
+  return launch::report("08_ring_attention", e);
 }
