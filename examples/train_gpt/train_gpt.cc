@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -25,7 +26,9 @@
 
 #include "autograd/ops.h"
 #include "autograd/trace.h"
+#include "cli/numbers.h"
 #include "cli/parse.h"
+#include "cli/paths.h"
 #include "examples/train_gpt/model_parallel.h"
 #include "nn/data/char_dataset.h"
 #include "nn/data/idx.h"
@@ -133,41 +136,44 @@ std::string flag(std::string name) {
 
 // Every field of the config becomes a flag whose default is the preset's value.
 void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
-  app.add_option(flag("n_layer"), c.model.n_layer, "Transformer blocks");
-  app.add_option(flag("n_head"), c.model.n_head, "Attention heads per block");
-  app.add_option(flag("n_embd"), c.model.n_embd, "Channels C");
-  app.add_option(flag("block_size"), c.model.block_size, "Context length T");
-  app.add_option(flag("dropout"), c.model.dropout, "Dropout probability");
+  app.add_option(flag("n_layer"), c.model.n_layer, "Transformer blocks")->check(ringgrad::cli::at_least(1));
+  app.add_option(flag("n_head"), c.model.n_head, "Attention heads per block")->check(ringgrad::cli::at_least(1));
+  app.add_option(flag("n_embd"), c.model.n_embd, "Channels C")->check(ringgrad::cli::at_least(1));
+  app.add_option(flag("block_size"), c.model.block_size, "Context length T")->check(ringgrad::cli::at_least(1));
+  app.add_option(flag("dropout"), c.model.dropout, "Dropout probability")->check(ringgrad::cli::kBelowOne);
   app.add_option(flag("bias"), c.model.bias, "Biases in Linear and LayerNorm (true/false)");
   app.add_option(flag("rotary"), c.model.rotary, "Rotary position embeddings on q and k instead of wpe (true/false)");
   app.add_option(flag("qk_norm"), c.model.qk_norm, "Each head's q and k scaled to unit RMS before attention (true/false)");
   app.add_option(flag("relu_squared"), c.model.relu_squared, "MLP activation ReLU(x)^2 instead of GELU (true/false)");
   app.add_option(flag("tie_weights"), c.model.tie_weights, "lm_head shares wte (true/false)");
   app.add_option(flag("batch_size"), c.batch_size,
-                 "Global batch: sequences per step over all ranks (each rank takes batch / ranks / accumulation)");
-  app.add_option(flag("max_iters"), c.max_iters, "Training iterations");
-  app.add_option(flag("lr"), c.lr, "Peak learning rate");
-  app.add_option(flag("min_lr"), c.min_lr, "Learning rate at the end of the cosine decay");
-  app.add_option(flag("warmup_iters"), c.warmup_iters, "Iterations of linear warmup");
+                 "Global batch: sequences per step over all ranks (each rank takes batch / ranks / accumulation)")
+      ->check(ringgrad::cli::at_least(1));
+  app.add_option(flag("max_iters"), c.max_iters, "Training iterations")->check(ringgrad::cli::at_least(0));
+  app.add_option(flag("lr"), c.lr, "Peak learning rate")->check(ringgrad::cli::kNonNegative);
+  app.add_option(flag("min_lr"), c.min_lr, "Learning rate at the end of the cosine decay")->check(ringgrad::cli::kNonNegative);
+  app.add_option(flag("warmup_iters"), c.warmup_iters, "Iterations of linear warmup")->check(ringgrad::cli::at_least(0));
   app.add_option(flag("lr_decay_iters"), c.lr_decay_iters, "Iteration where the decay ends (with --time_budget: "
-                 "the iteration scale the elapsed fraction of the budget maps onto)");
+                 "the iteration scale the elapsed fraction of the budget maps onto)")->check(ringgrad::cli::at_least(1));
   app.add_option(flag("lr_schedule"), c.lr_schedule, "cosine (nanoGPT's), or wsd (warmup, the peak held, a linear "
                  "cooldown)")->check(CLI::IsMember({"cosine", "wsd"}));
   app.add_option(flag("cooldown_frac"), c.cooldown_frac, "wsd: the last share of lr_decay_iters spent cooling down")
       ->check(CLI::Range(0.0, 1.0));
   app.add_option(flag("optimizer"), c.optimizer, "adamw, or muon (Muon on the blocks' matrices, AdamW on the rest; "
                  "--strategy ddp or ddp-naive)")->check(CLI::IsMember({"adamw", "muon"}));
-  app.add_option(flag("muon_lr"), c.muon_lr, "Muon's peak learning rate (the schedule scales it as --lr)");
-  app.add_option(flag("muon_momentum"), c.muon_momentum, "Muon's Nesterov momentum");
-  app.add_option(flag("beta1"), c.beta1, "AdamW beta1");
-  app.add_option(flag("beta2"), c.beta2, "AdamW beta2");
-  app.add_option(flag("weight_decay"), c.weight_decay, "AdamW decoupled weight decay (2-D parameters only)");
-  app.add_option(flag("grad_clip"), c.grad_clip, "Max global gradient norm (0: off)");
-  app.add_option(flag("eval_interval"), c.eval_interval, "Iterations between evaluations")->check(CLI::PositiveNumber);
-  app.add_option(flag("eval_iters"), c.eval_iters, "Batches per loss estimate")->check(CLI::PositiveNumber);
+  app.add_option(flag("muon_lr"), c.muon_lr, "Muon's peak learning rate (the schedule scales it as --lr)")
+      ->check(ringgrad::cli::kNonNegative);
+  app.add_option(flag("muon_momentum"), c.muon_momentum, "Muon's Nesterov momentum")->check(ringgrad::cli::kBelowOne);
+  app.add_option(flag("beta1"), c.beta1, "AdamW beta1")->check(ringgrad::cli::kBelowOne);
+  app.add_option(flag("beta2"), c.beta2, "AdamW beta2")->check(ringgrad::cli::kBelowOne);
+  app.add_option(flag("weight_decay"), c.weight_decay, "AdamW decoupled weight decay (2-D parameters only)")
+      ->check(ringgrad::cli::kNonNegative);
+  app.add_option(flag("grad_clip"), c.grad_clip, "Max global gradient norm (0: off)")->check(ringgrad::cli::kNonNegative);
+  app.add_option(flag("eval_interval"), c.eval_interval, "Iterations between evaluations")->check(ringgrad::cli::at_least(1));
+  app.add_option(flag("eval_iters"), c.eval_iters, "Batches per loss estimate")->check(ringgrad::cli::at_least(1));
   app.add_flag(flag("eval_full"), c.eval_full, "At the end, the loss on every validation token once (always with "
                                               "--time_budget)");
-  app.add_option(flag("log_interval"), c.log_interval, "Iterations between progress lines")->check(CLI::PositiveNumber);
+  app.add_option(flag("log_interval"), c.log_interval, "Iterations between progress lines")->check(ringgrad::cli::at_least(1));
   app.add_option(flag("seed"), c.seed, "Seed of the weights, the batches and dropout");
 }
 
@@ -246,6 +252,7 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
     state.dropout_gen = default_generator();
     acc.save(*dp, paths.out, nn::checkpoint_metadata(cfg.model, state, dp->optimizer().steps()));
   };
+  const std::int64_t first_iter = state.iter;
   auto evaluate = [&](std::int64_t it) {
     // Fixed batches (seeds 4242, 4343) so every evaluation measures the same text. Every rank
     // computes the same estimate (sharded models need every rank in each forward).
@@ -253,7 +260,9 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
     const double val_loss = nn::estimate_loss(*model, ds, Split::Val, cfg.eval_iters, cfg.batch_size, 4343);
     acc.print("eval iter {:5d}: train loss {:.4f}, val loss {:.4f}\n", it, train_loss, val_loss);
     write_log({{"iter", it}, {"train_loss", train_loss}, {"val_loss", val_loss}});
-    save(it);
+    // Before this run's first step there is nothing new to keep, and writing would replace the
+    // user's checkpoint at --out with an untrained model (nanoGPT saves only after iteration 0).
+    if (it > first_iter) save(it);
   };
 
   const double tokens_per_iter = static_cast<double>(cfg.batch_size * cfg.model.block_size);
@@ -412,27 +421,28 @@ int main(int argc, char** argv) {
   app.add_option(flag("trace"), paths.trace,
                  "Chrome trace-event JSON (and FILE.svg) of iterations 2-4 on every rank (default: RINGGRAD_TRACE)");
   app.add_option(flag("trace_iters"), paths.trace_iters, "Iterations --trace records, from iteration 2")
-      ->check(CLI::PositiveNumber);
+      ->check(ringgrad::cli::at_least(1));
   app.add_option(flag("save_every"), paths.save_every, "Also write --out every this many iterations")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option(flag("threads"), threads, "BLAS threads per process")->check(CLI::PositiveNumber);
+      ->check(ringgrad::cli::at_least(0));
+  app.add_option(flag("threads"), threads, "BLAS threads per process")->check(ringgrad::cli::at_least(1));
   Distributed dist;
   app.add_option(flag("strategy"), dist.strategy, "Data parallelism: ddp-naive, ddp, zero1, zero2, fsdp")
       ->check(CLI::IsMember({"ddp-naive", "ddp", "zero1", "zero2", "fsdp"}));
-  app.add_option(flag("bucket_cap_mb"), dist.bucket_cap_mb, "DDP bucket size in MiB");
+  app.add_option(flag("bucket_cap_mb"), dist.bucket_cap_mb, "DDP bucket size in MiB")->check(ringgrad::cli::kPositive);
   app.add_option(flag("overlap"), dist.overlap, "DDP: all-reduce buckets during backward (true) or after it (false)");
   app.add_option(flag("accumulation"), dist.accumulation, "Micro-batches per step (gradient accumulation)")
-      ->check(CLI::PositiveNumber);
+      ->check(ringgrad::cli::at_least(1));
   app.add_option(flag("muon_sharded"), dist.muon_sharded, "Muon under DDP: each rank orthogonalises its share of the "
                  "matrices and broadcasts them (true), or every rank all of them (false; the same updates)");
   app.add_option(flag("time_budget"), dist.time_budget, "Train for this many seconds of training steps (start-up and "
                                                     "evaluation not counted; the schedule follows the elapsed fraction), "
                                                     "then evaluate on every validation token; overrides max_iters")
-      ->check(CLI::NonNegativeNumber);
+      ->check(ringgrad::cli::kNonNegative);
   app.add_option(flag("sample_tokens"), sampling.tokens, "Characters to generate at the end (0: no sample)")
-      ->check(CLI::NonNegativeNumber);
-  app.add_option(flag("temperature"), sampling.temperature, "Sampling temperature")->check(CLI::PositiveNumber);
-  app.add_option(flag("top_k"), sampling.top_k, "Sample among the k likeliest characters (0: all)");
+      ->check(ringgrad::cli::at_least(0));
+  app.add_option(flag("temperature"), sampling.temperature, "Sampling temperature")->check(ringgrad::cli::kPositive);
+  app.add_option(flag("top_k"), sampling.top_k, "Sample among the k likeliest characters (0: all)")
+      ->check(ringgrad::cli::at_least(0));
   Placement placement;
   app.add_option(flag("device"), placement.device, "cpu, cuda (under a launcher: cuda:LOCAL_RANK % GPUs) or cuda:N");
   app.add_option(flag("dtype"), placement.dtype, "Matmul precision: fp32, or bf16 (bf16 operands, fp32 accumulation)")
@@ -466,6 +476,16 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "train_gpt: {}\n", e.what());
       return 2;
     }
+  }
+  for (const auto& [name, path] : {std::pair{"--out", paths.out}, {"--log", paths.log}}) {
+    if (const std::string why = path.empty() ? "" : ringgrad::cli::why_unwritable(path); !why.empty()) {
+      fmt::print(stderr, "train_gpt: {} {}: {}\n", name, path, why);
+      return 2;
+    }
+  }
+  if (paths.save_every > 0 && paths.out.empty()) {
+    fmt::print(stderr, "train_gpt: --save_every {} writes the checkpoint named by --out: give --out too\n", paths.save_every);
+    return 2;
   }
   if (mp.sp && mp.tp < 2) {
     fmt::print(stderr, "train_gpt: --sp splits the sequence inside the tensor-parallel groups: it needs --tp 2 or more\n");

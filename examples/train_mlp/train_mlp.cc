@@ -16,7 +16,9 @@
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
 #include "autograd/trace.h"
+#include "cli/numbers.h"
 #include "cli/parse.h"
+#include "cli/paths.h"
 #include "nn/data/fashion_mnist.h"
 #include "nn/data/idx.h"
 #include "nn/data/loader.h"
@@ -194,22 +196,22 @@ int main(int argc, char** argv) {
   CLI::App app{"Train a multilayer perceptron on Fashion-MNIST, on one process or several (under ringgrad-run)"};
   app.option_defaults()->always_capture_default();
   app.add_option("--data", opt.data_dir, "Folder with the Fashion-MNIST .gz files");
-  app.add_option("--epochs", opt.epochs, "Passes over the training set")->check(CLI::PositiveNumber);
-  app.add_option("--batch-size", opt.batch_size, "Global batch: samples per step over all ranks")->check(CLI::PositiveNumber);
-  app.add_option("--accumulation", opt.accumulation, "Micro-batches per step (gradient accumulation)")->check(CLI::PositiveNumber);
-  app.add_option("--hidden", opt.hidden, "Width of the hidden layer")->check(CLI::PositiveNumber);
+  app.add_option("--epochs", opt.epochs, "Passes over the training set")->check(ringgrad::cli::at_least(1));
+  app.add_option("--batch-size", opt.batch_size, "Global batch: samples per step over all ranks")->check(ringgrad::cli::at_least(1));
+  app.add_option("--accumulation", opt.accumulation, "Micro-batches per step (gradient accumulation)")->check(ringgrad::cli::at_least(1));
+  app.add_option("--hidden", opt.hidden, "Width of the hidden layer")->check(ringgrad::cli::at_least(1));
   app.add_option("--optimizer", opt.optimizer, "sgd (with momentum) or adam")->check(CLI::IsMember({"sgd", "adam"}));
-  app.add_option("--lr", opt.lr, "Learning rate (the peak, with --schedule cosine)");
+  app.add_option("--lr", opt.lr, "Learning rate (the peak, with --schedule cosine)")->check(ringgrad::cli::kNonNegative);
   app.add_option("--schedule", opt.schedule, "Learning rate over the run: cosine (from --lr down to 0) or constant")
       ->check(CLI::IsMember({"cosine", "constant"}));
-  app.add_option("--momentum", opt.momentum, "SGD momentum");
+  app.add_option("--momentum", opt.momentum, "SGD momentum")->check(ringgrad::cli::kBelowOne);
   app.add_option("--seed", opt.seed, "Seed of the initial weights and the shuffling");
   app.add_option("--strategy", opt.strategy, "Data parallelism: ddp-naive, ddp, zero1, zero2, fsdp")
       ->check(CLI::IsMember({"ddp-naive", "ddp", "zero1", "zero2", "fsdp"}));
-  app.add_option("--bucket-cap-mb", opt.bucket_cap_mb, "DDP bucket size in MiB");
+  app.add_option("--bucket-cap-mb", opt.bucket_cap_mb, "DDP bucket size in MiB")->check(ringgrad::cli::kPositive);
   app.add_option("--overlap", opt.overlap, "DDP: all-reduce buckets during backward (true) or after it (false)");
-  app.add_option("--log-every", opt.log_every, "Steps between progress lines")->check(CLI::PositiveNumber);
-  app.add_option("--threads", opt.threads, "BLAS threads per process")->check(CLI::PositiveNumber);
+  app.add_option("--log-every", opt.log_every, "Steps between progress lines")->check(ringgrad::cli::at_least(1));
+  app.add_option("--threads", opt.threads, "BLAS threads per process")->check(ringgrad::cli::at_least(1));
   app.add_option("--log", opt.log_path, "Write JSON lines here (rank 0)");
   app.add_option("--trace", opt.trace_path,
                  "Chrome trace-event JSON (and FILE.svg) of steps 2-4 on every rank (default: RINGGRAD_TRACE)");
@@ -221,6 +223,12 @@ int main(int argc, char** argv) {
                  "Collectives on GPU tensors: ringgrad (CUDA IPC / staging) or nccl (default: RINGGRAD_BACKEND, else ringgrad)")
       ->check(CLI::IsMember({"ringgrad", "nccl"}));
   if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
+  for (const auto& [name, path] : {std::pair{"--out", opt.out_path}, {"--log", opt.log_path}}) {
+    if (const std::string why = path.empty() ? "" : ringgrad::cli::why_unwritable(path); !why.empty()) {
+      fmt::print(stderr, "train_mlp: {} {}: {}\n", name, path, why);
+      return 2;
+    }
+  }
   try {
     return run(opt);
   } catch (const data::DataError& e) {
