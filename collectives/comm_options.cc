@@ -10,7 +10,6 @@
 #include <fmt/format.h>
 
 namespace ringgrad::collectives {
-namespace {
 
 std::size_t env_size(const char* name, std::size_t fallback) {
   const char* v = std::getenv(name);
@@ -22,6 +21,15 @@ std::size_t env_size(const char* name, std::size_t fallback) {
   const unsigned long long x = std::strtoull(v, nullptr, 10);
   if (errno == ERANGE) throw std::invalid_argument(fmt::format("{}={} is too large", name, v));
   return static_cast<std::size_t>(x);
+}
+
+namespace {
+
+// A switch: 0 (off) or 1 (on); 2 is more likely a typo than "very on".
+bool env_switch(const char* name, bool fallback) {
+  const std::size_t v = env_size(name, fallback ? 1 : 0);
+  if (v > 1) throw std::invalid_argument(fmt::format("{}={} must be 0 (off) or 1 (on)", name, v));
+  return v == 1;
 }
 
 // Pieces below 4 KiB cost more in per-piece work than they move, and the argument check's
@@ -37,7 +45,7 @@ void check_chunk(const char* what, std::size_t bytes) {
 
 CommOptions CommOptions::from_env() {
   CommOptions o;
-  o.check_args = env_size("RINGGRAD_CHECK", 1) != 0;
+  o.check_args = env_switch("RINGGRAD_CHECK", true);
   if (const char* a = std::getenv("RINGGRAD_ALGO"); a != nullptr && *a != '\0') {
     try {
       o.algo = parse_algo(a);
@@ -55,7 +63,7 @@ CommOptions CommOptions::from_env() {
       throw std::invalid_argument(fmt::format("RINGGRAD_BACKEND: {}", e.what()));
     }
   }
-  o.shared_memory = env_size("RINGGRAD_SHM", 1) != 0;
+  o.shared_memory = env_switch("RINGGRAD_SHM", true);
   if (const char* v = std::getenv("RINGGRAD_SHM_POLL_US"); v != nullptr && *v != '\0') {
     const std::size_t us = env_size("RINGGRAD_SHM_POLL_US", 0);
     if (us > 1'000'000) throw std::invalid_argument(fmt::format("RINGGRAD_SHM_POLL_US={} must be from 0 to 1000000 (1 s)", us));

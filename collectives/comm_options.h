@@ -45,4 +45,9 @@ struct CommOptions {
   void validate() const;
 };
 
+/// The environment variable `name` as a whole number, `fallback` when unset or empty. Digits
+/// only; anything else ("-8", " 5", "abc") or a number past 2^64 throws std::invalid_argument
+/// naming the variable.
+std::size_t env_size(const char* name, std::size_t fallback);
+
 }  // namespace ringgrad::collectives

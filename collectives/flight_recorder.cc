@@ -12,11 +12,13 @@
 #include <cstdlib>
 #include <fstream>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "collectives/comm_options.h"
 namespace ringgrad::collectives {
 namespace {
 
@@ -74,8 +76,11 @@ int this_thread_id() {
 }  // namespace
 
 std::size_t flight_recorder_capacity() {
-  const char* env = std::getenv("RINGGRAD_FLIGHT_RECORDER_ENTRIES");
-  return env != nullptr && *env != '\0' ? static_cast<std::size_t>(std::strtoull(env, nullptr, 10)) : 2000;
+  const std::size_t entries = env_size("RINGGRAD_FLIGHT_RECORDER_ENTRIES", 2000);
+  if (entries > kMaxFlightRecorderEntries)
+    throw std::invalid_argument(fmt::format("RINGGRAD_FLIGHT_RECORDER_ENTRIES={} must be from 0 (off) to {}", entries,
+                                            kMaxFlightRecorderEntries));
+  return entries;
 }
 
 FlightRecorder::FlightRecorder(std::string who, int job_rank, std::size_t capacity)

@@ -71,7 +71,10 @@ class FlightRecorder {
   std::uint64_t recorded_ = 0;  // the next sequence number
 };
 
-/// Capacity from RINGGRAD_FLIGHT_RECORDER_ENTRIES (default 2000).
+/// The most collectives a recorder may keep: a million entries is tens of MB per communicator.
+inline constexpr std::size_t kMaxFlightRecorderEntries = 1'000'000;
+/// Capacity from RINGGRAD_FLIGHT_RECORDER_ENTRIES (default 2000; 0 turns recording off). Throws
+/// std::invalid_argument for anything but a whole number from 0 to kMaxFlightRecorderEntries.
 std::size_t flight_recorder_capacity();
 
 }  // namespace ringgrad::collectives

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "collectives/communicator.h"
+#include "collectives/flight_recorder.h"
 #include "collectives/links/shm_link.h"
 #include "collectives/links/shm_peers.h"
 #include "transport/cpus.h"
@@ -274,7 +275,7 @@ TEST_CASE("a broadcast of more than 2 GiB arrives whole", "[collectives][large]"
   }, options));
 }
 
-TEST_CASE("CommOptions::from_env refuses chunk sizes outside 4 KiB to 1 GiB and negative numbers, reads the poll time", "[collectives]") {
+TEST_CASE("CommOptions::from_env refuses chunk sizes outside 4 KiB to 1 GiB, negative numbers and switches past 1, reads the poll time", "[collectives]") {
   const auto with = [](const char* name, const char* value) {
     ::setenv(name, value, 1);
     std::string error;
@@ -290,6 +291,9 @@ TEST_CASE("CommOptions::from_env refuses chunk sizes outside 4 KiB to 1 GiB and 
   CHECK(with("RINGGRAD_CHUNK_BYTES", "1073741832").find("must be a multiple of 8") != std::string::npos);
   CHECK(with("RINGGRAD_CHUNK_BYTES", "-8") == "RINGGRAD_CHUNK_BYTES='-8' is not a whole number");
   CHECK(with("RINGGRAD_SHM", "-1") == "RINGGRAD_SHM='-1' is not a whole number");
+  CHECK(with("RINGGRAD_SHM", "2") == "RINGGRAD_SHM=2 must be 0 (off) or 1 (on)");
+  CHECK(with("RINGGRAD_CHECK", "2") == "RINGGRAD_CHECK=2 must be 0 (off) or 1 (on)");
+  CHECK(with("RINGGRAD_CHECK", "0").empty());
   CHECK(with("RINGGRAD_CHUNK_BYTES", "4096").empty());
   CHECK(with("RINGGRAD_ALGO", "garbage").starts_with("RINGGRAD_ALGO: unknown algorithm 'garbage'"));
   CHECK(with("RINGGRAD_BACKEND", "garbage").starts_with("RINGGRAD_BACKEND: unknown backend 'garbage'"));
@@ -306,6 +310,27 @@ TEST_CASE("CommOptions::from_env refuses chunk sizes outside 4 KiB to 1 GiB and 
   ::setenv("RINGGRAD_SHM_POLL_US", "250", 1);
   CHECK(collectives::CommOptions::from_env().shm_poll == std::chrono::microseconds(250));
   ::unsetenv("RINGGRAD_SHM_POLL_US");
+}
+
+TEST_CASE("RINGGRAD_FLIGHT_RECORDER_ENTRIES is a whole number up to a million; 0 turns recording off", "[collectives]") {
+  const auto with = [](const char* value) {
+    ::setenv("RINGGRAD_FLIGHT_RECORDER_ENTRIES", value, 1);
+    std::string said;
+    try {
+      said = std::to_string(collectives::flight_recorder_capacity());
+    } catch (const std::invalid_argument& e) {
+      said = e.what();
+    }
+    ::unsetenv("RINGGRAD_FLIGHT_RECORDER_ENTRIES");
+    return said;
+  };
+  // "abc" once read as 0 (recording off) and "-1" as 2^64 - 1 (every collective kept).
+  CHECK(with("abc") == "RINGGRAD_FLIGHT_RECORDER_ENTRIES='abc' is not a whole number");
+  CHECK(with("-1") == "RINGGRAD_FLIGHT_RECORDER_ENTRIES='-1' is not a whole number");
+  CHECK(with("1000001") == "RINGGRAD_FLIGHT_RECORDER_ENTRIES=1000001 must be from 0 (off) to 1000000");
+  CHECK(with("0") == "0");
+  CHECK(with("50") == "50");
+  CHECK(collectives::flight_recorder_capacity() == 2000);  // unset
 }
 
 TEST_CASE("a rank polls for 5 ms while every rank has a CPU, 20 us when ranks outnumber CPUs", "[collectives]") {
