@@ -17,6 +17,7 @@
 #include <chrono>
 #include <cstring>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -169,9 +170,15 @@ int main(int argc, char** argv) {
   CLI::App app{"p2p_perf: latency and bandwidth of ringgrad's transport beside plain TCP sockets (2 ranks)"};
   std::vector<size_t> sizes = {8, 64, 512, 4096, 32768, 262144, 1 << 20, 4 << 20, 16 << 20, 64 << 20};
   int reps = 3, window = 16;
-  app.add_option("--sizes", sizes, "message sizes, bytes");
-  app.add_option("--reps", reps, "runs per figure; the best is reported");
-  app.add_option("--window", window, "messages in flight per bandwidth round (osu_bw's window)");
+  // Each rank holds one buffer of the message size; 1 GiB is 16 times the largest default.
+  constexpr size_t kMaxSize = size_t{1} << 30;
+  app.add_option("--sizes", sizes, "message sizes, bytes, 1 to 1073741824 (1 GiB); a list: 8,64 or 8 64")
+      ->delimiter(',')
+      ->check(CLI::Range(size_t{1}, kMaxSize));
+  app.add_option("--reps", reps, "runs per figure, 1 or more; the best is reported")
+      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  app.add_option("--window", window, "messages in flight per bandwidth round (osu_bw's window), 1 to 65536")
+      ->check(CLI::Range(1, 1 << 16));
   if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
 
   try {
@@ -185,7 +192,12 @@ int main(int argc, char** argv) {
                  "bw_plain", "bw_rg_send", "ratio", "bw_rg_isend", "ratio");
     }
     for (size_t size : sizes) {
-      Row r = measure(t, plain, size, reps, window);
+      Row r;
+      try {
+        r = measure(t, plain, size, reps, window);
+      } catch (const std::bad_alloc&) {
+        throw std::runtime_error(fmt::format("out of memory for a message of --sizes {} bytes", size));
+      }
       if (t.rank() == 0)
         fmt::print("{:>10} {:>11.2f} {:>11.2f} {:>6.2f} {:>10.3f} {:>10.3f} {:>6.2f} {:>10.3f} {:>6.2f}\n", size, r.lat_plain,
                    r.lat_ringgrad, r.lat_ringgrad / r.lat_plain, r.bw_plain, r.bw_send, r.bw_send / r.bw_plain, r.bw_isend,

@@ -14,10 +14,14 @@
 #include <chrono>
 #include <stdexcept>
 #include <filesystem>
+#include <limits>
+#include <string>
 #include <vector>
 
 #include "autograd/trace.h"
 #include "cli/parse.h"
+#include "nn/data/char_dataset.h"
+#include "nn/data/idx.h"  // DataError
 #include "nn/transformer/train_config.h"
 #include "nn/transformer/train_step.h"
 #include "tensor/cuda_runtime.h"
@@ -48,45 +52,19 @@ nn::data::CharDataset corpus(const std::string& path) {
   return nn::data::CharDataset(text);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+struct Options {
   std::string preset = "baby", data_path = "../shared/data/tinyshakespeare.txt", device_name = "cpu", dtype = "fp32";
   int iters = 100, warmup = 10, threads = 1;
-  CLI::App app{"Time GPT training steps and break the time down by op kind"};
-  app.add_option("--config", preset, "Preset: baby, shakespeare-char, speedrun or tiny");
-  app.add_option("--data", data_path, "Text corpus (random text when missing)");
-  app.add_option("--iters", iters, "Timed steps")->check(CLI::PositiveNumber);
-  app.add_option("--warmup", warmup, "Untimed steps first")->check(CLI::NonNegativeNumber);
-  app.add_option("--threads", threads, "BLAS threads")->check(CLI::PositiveNumber);
-  app.add_option("--device", device_name, "cpu, cuda or cuda:N");
-  app.add_option("--dtype", dtype, "Matmul precision: fp32 or bf16")->check(CLI::IsMember({"fp32", "bf16"}));
   bool trace_cost = false;
-  app.add_flag("--trace_cost", trace_cost, "Record every other timed step's timeline (autograd/trace.h) and compare the "
-                                           "two halves' median step: what tracing costs");
-  if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
+};
 
-  Device device;
-  try {
-    device = Device::parse(device_name);
-  } catch (const std::invalid_argument& e) {
-    fmt::print(stderr, "train_bench: --device: {}\n", e.what());
-    return 2;
-  }
-  if (device.is_cuda() && device.index >= cuda::device_count()) {
-    fmt::print(stderr, "train_bench: {} is not visible ({} GPUs; {})\n", device.str(), cuda::device_count(),
-               cuda::device_count() == 0 ? cuda::unavailable_reason() : "choose another index");
-    return 1;
-  }
-  set_matmul_precision(parse_matmul_precision(dtype));
-  set_num_threads(threads);
-  nn::TrainConfig cfg = nn::train_preset(preset);
-  if (cfg.optimizer != "adamw") {
-    fmt::print(stderr, "train_bench: --config {} trains with --optimizer {}; this benchmark times AdamW steps "
-                       "(time that preset with train_gpt, which prints its median step)\n", preset, cfg.optimizer);
-    return 2;
-  }
-  const nn::data::CharDataset ds = corpus(data_path);
+// Times the steps and prints the tables. Throws DataError for a corpus it cannot use.
+int bench(const Options& o, nn::TrainConfig cfg, Device device) {
+  const std::string& preset = o.preset;
+  const std::string& dtype = o.dtype;
+  const int iters = o.iters, warmup = o.warmup, threads = o.threads;
+  const bool trace_cost = o.trace_cost;
+  const nn::data::CharDataset ds = corpus(o.data_path);
   cfg.model.vocab_size = ds.vocab_size();
   manual_seed(cfg.seed);
   nn::GPT model(cfg.model);
@@ -153,4 +131,60 @@ int main(int argc, char** argv) {
   row("other", total_s - charged);
   row("total", total_s);
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  // Steps and threads as ints, said in words: CLI::PositiveNumber would print a 300-digit bound.
+  const auto positive = CLI::Range(1, std::numeric_limits<int>::max());
+  CLI::App app{"Time GPT training steps and break the time down by op kind"};
+  app.add_option("--config", o.preset, "Preset: baby, shakespeare-char, speedrun or tiny")->capture_default_str();
+  app.add_option("--data", o.data_path, "Text corpus (random text when missing)")->capture_default_str();
+  app.add_option("--iters", o.iters, "Timed steps, 1 or more")->check(positive)->capture_default_str();
+  app.add_option("--warmup", o.warmup, "Untimed steps first, 0 or more")
+      ->check(CLI::Range(0, std::numeric_limits<int>::max()))->capture_default_str();
+  app.add_option("--threads", o.threads, "BLAS threads, 1 or more")->check(positive)->capture_default_str();
+  app.add_option("--device", o.device_name, "cpu, cuda or cuda:N")->capture_default_str();
+  app.add_option("--dtype", o.dtype, "Matmul precision: fp32 or bf16")->check(CLI::IsMember({"fp32", "bf16"}));
+  app.add_flag("--trace_cost", o.trace_cost, "Record every other timed step's timeline (autograd/trace.h) and compare the "
+                                             "two halves' median step: what tracing costs");
+  if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
+
+  Device device;
+  try {
+    device = Device::parse(o.device_name);
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "train_bench: --device: {}\n", e.what());
+    return 2;
+  }
+  nn::TrainConfig cfg;
+  try {
+    cfg = nn::train_preset(o.preset);
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "train_bench: --config: {}\n", e.what());
+    return 2;
+  }
+  if (cfg.optimizer != "adamw") {
+    fmt::print(stderr, "train_bench: --config {} trains with --optimizer {}; this benchmark times AdamW steps "
+                       "(time that preset with train_gpt, which prints its median step)\n", o.preset, cfg.optimizer);
+    return 2;
+  }
+  if (device.is_cuda() && device.index >= cuda::device_count()) {
+    fmt::print(stderr, "train_bench: {} is not visible ({} GPUs; {})\n", device.str(), cuda::device_count(),
+               cuda::device_count() == 0 ? cuda::unavailable_reason() : "choose another index");
+    return 1;
+  }
+  set_matmul_precision(parse_matmul_precision(o.dtype));
+  set_num_threads(o.threads);
+  try {
+    return bench(o, cfg, device);
+  } catch (const nn::data::DataError& e) {  // a --data file that is empty, unreadable or too short
+    fmt::print(stderr, "train_bench: --data: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {  // out of memory, a CUDA error
+    fmt::print(stderr, "train_bench: {}\n", e.what());
+    return 1;
+  }
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -18,6 +19,7 @@
 
 #include "bench/perf/device_mirror.h"
 #include "cli/parse.h"
+#include "cli/paths.h"
 #include "collectives/cost_model.h"
 #include "collectives/backends/mpi_backend.h"
 #include "collectives/reference.h"
@@ -45,8 +47,10 @@ struct Options {
   bool calibrate = false;
 };
 
-// Sizes up to 1 TiB: past that the product with the step factor could wrap, and no host has it.
+// Sizes up to 1 TiB and step factors up to 2^20: no host has more, and a size times the factor
+// (under 2^60) cannot wrap.
 constexpr double kMaxSize = 1099511627776.0;
+constexpr int kMaxStepFactor = 1 << 20;
 
 std::size_t parse_size(const std::string& s) {
   std::size_t pos = 0;
@@ -83,6 +87,8 @@ bool rooted(CollKind k) {
 // Each rank sends one block and receives p (all_gather, gather), or the reverse.
 bool gathers(CollKind k) { return k == CollKind::kAllGather || k == CollKind::kGather; }
 bool scatters(CollKind k) { return k == CollKind::kReduceScatter || k == CollKind::kScatter; }
+// Each rank holds a block of the buffer, so a row holds a whole number of elements per rank.
+bool blocked(CollKind k) { return gathers(k) || scatters(k) || k == CollKind::kAllToAll; }
 
 // nccl-tests' busbw factors (PERFORMANCE.md): what a link must carry relative to algbw.
 double bus_factor(CollKind k, int p) {
@@ -235,9 +241,25 @@ Sweep parse_sweep(CollKind kind, const Options& o) {
   w.max_b = parse_size(o.max_bytes);
   w.step_b = o.step_bytes.empty() ? 0 : parse_size(o.step_bytes);
   if (w.min_b > w.max_b) throw std::invalid_argument(fmt::format("-b {} is larger than -e {}: no size to time", o.min_bytes, o.max_bytes));
-  if (!w.step_b && w.min_b == 0 && o.step_factor > 1)
+  if (w.min_b == w.max_b) return w;  // one size: no step to check
+  if (!o.step_bytes.empty() && w.step_b == 0)
+    throw std::invalid_argument(fmt::format("-i {} would not grow the size from -b {} to -e {}: need -i of 1 byte or more",
+                                            o.step_bytes, o.min_bytes, o.max_bytes));
+  if (!w.step_b && (o.step_factor < 2 || o.step_factor > kMaxStepFactor))
+    throw std::invalid_argument(fmt::format("-f {} cannot step the size from -b {} to -e {}: need -f between 2 and {} "
+                                            "(the factor each step multiplies it by), or -i BYTES to add each step",
+                                            o.step_factor, o.min_bytes, o.max_bytes, kMaxStepFactor));
+  if (!w.step_b && w.min_b == 0)
     throw std::invalid_argument("-b 0 with -f: every size would stay 0; start at 1 byte or more, or step with -i");
   return w;
+}
+
+// The elements of a row of `size` bytes of `dt`: whole elements (a whole number per rank where
+// ranks hold blocks), rounded down; a size under the smallest such row, but not 0, rounds up to it.
+std::size_t row_count(CollKind kind, std::size_t size, DType dt, int p) {
+  const std::size_t unit = blocked(kind) ? static_cast<std::size_t>(p) : 1;
+  const std::size_t n = size / collectives::dtype_size(dt) / unit * unit;
+  return size > 0 && n == 0 ? unit : n;
 }
 
 struct Measure {
@@ -274,12 +296,16 @@ int run(CollKind kind, const Options& o, const Sweep& sweep, Communicator& comm,
   nlohmann::json rows = nlohmann::json::array();
   double busbw_sum = 0;
   long busbw_n = 0, wrong_total = 0;
+  // The count of each dtype's last row: sizes that round to it again are not timed twice.
+  std::vector<std::size_t> last_count(dtypes.size(), SIZE_MAX);
   for (std::size_t size = min_b; size <= max_b; size = step_b ? size + step_b : size * static_cast<std::size_t>(o.step_factor)) {
-    for (DType dt : dtypes)
+    for (std::size_t d = 0; d < dtypes.size(); ++d) {
+      const DType dt = dtypes[d];
+      const std::size_t n = row_count(kind, size, dt, p);
+      if (n == last_count[d]) continue;
+      last_count[d] = n;
       for (ReduceOp op : ops) {
         const std::size_t es = collectives::dtype_size(dt);
-        std::size_t n = size / es;
-        if (gathers(kind) || scatters(kind) || kind == CollKind::kAllToAll) n -= n % static_cast<std::size_t>(p);
         const Layout l = layout(kind, n, p, r);
         std::vector<std::vector<Measure>> m(contenders.size(), std::vector<Measure>(2));
         for (int rep = 0; rep < o.repeat; ++rep)
@@ -371,7 +397,8 @@ int run(CollKind kind, const Options& o, const Sweep& sweep, Communicator& comm,
           }
         }
       }
-    if (!step_b && o.step_factor <= 1) break;
+    }
+    if (size == max_b) break;  // with -b = -e, -f and -i are not checked: no step follows
   }
   const double avg = busbw_n ? busbw_sum / static_cast<double>(busbw_n) : 0.0;
   if (lead) {
@@ -385,7 +412,11 @@ int run(CollKind kind, const Options& o, const Sweep& sweep, Communicator& comm,
                             {"cost_model", model_line}, {"rows", rows}, {"avg_busbw", avg}, {"wrong", wrong_total}};
       if (device == collectives::kHost && p > 1)
         doc["host_path"] = kind == CollKind::kBatchSendRecv ? "TCP" : comm.host_path();
-      std::ofstream(o.json) << doc.dump(1) << "\n";
+      std::ofstream json(o.json);
+      if (!(json << doc.dump(1) << "\n" << std::flush)) {
+        fmt::print(stderr, "{}_perf: --json {}: writing it failed\n", perf_name(kind), o.json);
+        return 1;
+      }
     }
   }
   return wrong_total == 0 ? 0 : 1;
@@ -396,13 +427,17 @@ int run(CollKind kind, const Options& o, const Sweep& sweep, Communicator& comm,
 int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vector<Contender>(Communicator&)>& extra) {
   Options o;
   CLI::App app{fmt::format("ringgrad {}_perf: nccl-tests-style sweep; run it under ringgrad-run", perf_name(kind))};
-  app.add_option("-b,--minbytes", o.min_bytes, "smallest size in bytes (K, M, G suffixes)")->capture_default_str();
-  app.add_option("-e,--maxbytes", o.max_bytes, "largest size in bytes")->capture_default_str();
-  app.add_option("-f,--stepfactor", o.step_factor, "multiply the size by this each step")->capture_default_str();
-  app.add_option("-i,--stepbytes", o.step_bytes, "add this to the size each step instead");
+  app.add_option("-b,--minbytes", o.min_bytes, "smallest size in bytes (K, M, G suffixes). Rows hold whole elements of -d "
+                 "(a whole number per rank for gathers, scatters, all_to_all): a size rounds down to them, one under a "
+                 "row's worth (but not 0) up to one row, and one that rounds to the row before is skipped")
+      ->capture_default_str();
+  app.add_option("-e,--maxbytes", o.max_bytes, "largest size in bytes, up to 1T")->capture_default_str();
+  app.add_option("-f,--stepfactor", o.step_factor, "multiply the size by this each step, 2 to 1048576")->capture_default_str();
+  app.add_option("-i,--stepbytes", o.step_bytes, "add this (1 byte or more) to the size each step instead of -f");
   app.add_option("-n,--iters", o.iters, "timed iterations per size")->capture_default_str();
   app.add_option("-w,--warmup_iters", o.warmup, "untimed iterations first")->capture_default_str();
-  app.add_option("-c,--check", o.check, "check results against a serial reference: 0 or 1")->capture_default_str();
+  app.add_option("-c,--check", o.check, "check results against a serial reference: 0 or 1")
+      ->check(CLI::Range(0, 1))->capture_default_str();
   app.add_option("-o,--op", o.op, "sum, prod, min, max, avg, all (or a comma list)")->capture_default_str();
   app.add_option("-d,--datatype", o.dtype, "float, double, half, bfloat16, int32, int64, uint8, all (or a list)")->capture_default_str();
   app.add_option("-r,--root", o.root, "root rank of broadcast, reduce, gather and scatter")->capture_default_str();
@@ -432,6 +467,11 @@ int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vect
     // A timeline keeps every collective of the sweep: the flight records must hold them all.
     if (!o.trace.empty()) ::setenv("RINGGRAD_FLIGHT_RECORDER_ENTRIES", "10000000", 0);
     const transport::Config config = transport::Config::from_env();
+    // Rank 0 writes the rows: a path it cannot write is found now, not after the sweep (and an
+    // earlier file there stays as it is until the new rows replace it).
+    if (config.rank == 0 && !o.json.empty())
+      if (const std::string why = cli::why_unwritable(o.json); !why.empty())
+        throw std::invalid_argument(fmt::format("--json {}: {}", o.json, why));
     const int device = o.device == "cuda" ? pick_device(config.rank) : collectives::kHost;
     collectives::CommOptions options = collectives::CommOptions::from_env();
     const bool other = o.backend == "nccl" || o.backend == "mpi";  // the whole communicator on it
