@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -151,6 +152,22 @@ TEST_CASE("ringgrad-run --max-restarts retries a failure, not a usage error, and
   CHECK(contains(o.err, "--stepfactor = abc"));
   CHECK(contains(o.err, "not restarting"));
   CHECK_FALSE(contains(o.err, "restarting all ranks"));
+}
+
+TEST_CASE("ringgrad-run that cannot start every rank ends the ones it started and leaves no files") {
+  // 64 file descriptors hold the pipes of about 15 ranks: a later rank fails to start. The
+  // ranks before it must not be left running, nor the job's folder for flight records.
+  const std::string tmp = fmt::format("/tmp/ringgrad-launcher-tmp-{}", ::getpid());
+  std::filesystem::create_directory(tmp);
+  const auto start = std::chrono::steady_clock::now();
+  const Outcome o = sh("(ulimit -n 64; TMPDIR=" + tmp + " " + run + " --nproc-per-node 40 sleep 31.25)");
+  INFO(o.err);
+  CHECK(o.exit_code == 2);
+  CHECK(contains(o.err, "ringgrad-run: pipe: Too many open files"));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(20));
+  CHECK(sh("pgrep -f 'slee[p] 31.25'").exit_code == 1);  // none left (the [p] keeps pgrep from matching this shell)
+  CHECK(std::filesystem::is_empty(tmp));
+  std::filesystem::remove_all(tmp);
 }
 
 TEST_CASE("Ctrl-C on ringgrad-run stops every rank") {

@@ -23,6 +23,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <cstdlib>
 #include <cstring>
 #include <string_view>
 #include <system_error>
@@ -195,24 +196,40 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
   int signals = ::signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
   if (signals < 0) throw_errno("signalfd");
 
-  // The job's flight records go here (collectives/flight_recorder.h), one file per communicator.
-  char dumps_template[] = "/tmp/ringgrad-flight-XXXXXX";
-  const std::string dumps_dir = ::mkdtemp(dumps_template) != nullptr ? dumps_template : "";
+  // The job's flight records go here (collectives/flight_recorder.h), one file per communicator,
+  // in $TMPDIR or /tmp.
+  const char* tmp = std::getenv("TMPDIR");
+  std::string dumps_template = fmt::format("{}/ringgrad-flight-XXXXXX", tmp != nullptr && *tmp != '\0' ? tmp : "/tmp");
+  const std::string dumps_dir = ::mkdtemp(dumps_template.data()) != nullptr ? dumps_template : "";
   std::vector<Child> children(ranks.size());
   RepeatedLines repeats;
-  for (size_t i = 0; i < ranks.size(); ++i) {
-    Child& c = children[i];
-    c.spec = ranks[i];
-    if (!dumps_dir.empty()) c.spec.env.push_back("RINGGRAD_FLIGHT_RECORDER_DIR=" + dumps_dir);
-    int pipes[2][2];
-    for (auto& p : pipes)
-      if (::pipe2(p, O_CLOEXEC) != 0) throw_errno("pipe");
-    c.pid = spawn(command, c.spec, pipes[0][1], pipes[1][1], old_mask);
-    for (int s = 0; s < 2; ++s) {
-      ::close(pipes[s][1]);
-      ::fcntl(pipes[s][0], F_SETFL, O_NONBLOCK);
-      c.streams[s] = {pipes[s][0], s + 1, {}, s == 1 ? &repeats : nullptr};
+  try {
+    for (size_t i = 0; i < ranks.size(); ++i) {
+      Child& c = children[i];
+      c.spec = ranks[i];
+      if (!dumps_dir.empty()) c.spec.env.push_back("RINGGRAD_FLIGHT_RECORDER_DIR=" + dumps_dir);
+      int pipes[2][2];
+      for (auto& p : pipes)
+        if (::pipe2(p, O_CLOEXEC) != 0) throw_errno("pipe");
+      c.pid = spawn(command, c.spec, pipes[0][1], pipes[1][1], old_mask);
+      for (int s = 0; s < 2; ++s) {
+        ::close(pipes[s][1]);
+        ::fcntl(pipes[s][0], F_SETFL, O_NONBLOCK);
+        c.streams[s] = {pipes[s][0], s + 1, {}, s == 1 ? &repeats : nullptr};
+      }
     }
+  } catch (const std::exception&) {
+    // A rank that could not be started (no file descriptors or processes left): the ranks
+    // started before it are ended and reaped now (not left to their parent-death signal), and
+    // the folder for flight records goes with them.
+    for (const Child& c : children) {
+      if (c.pid <= 0) continue;
+      ::kill(-c.pid, SIGKILL);
+      ::waitpid(c.pid, nullptr, 0);
+    }
+    std::error_code ec;
+    if (!dumps_dir.empty()) std::filesystem::remove_all(dumps_dir, ec);
+    throw;
   }
 
   int exit_code = 0;
