@@ -66,6 +66,14 @@ TEST_CASE("ringgrad-run gives each rank torchrun's environment and prefixes its 
   CHECK(contains(o.out, "[rank 2] 2 0 4 10.9.8.7 1234 ringgrad-10.9.8.7:1234\n"));
   CHECK(contains(o.out, "[rank 3] 3 1 4 10.9.8.7 1234 ringgrad-10.9.8.7:1234\n"));
   CHECK(sh(run + " --nnodes 2 --nproc-per-node 2 true").exit_code == 2);  // no --master-port
+  // A mistyped option is not started as the program; after -- a program may begin with -.
+  o = sh(run + " --nproc-per-nodes 2 true");
+  CHECK(o.exit_code == 2);
+  CHECK(contains(o.err, "ringgrad-run: unknown option --nproc-per-nodes (the program follows the options"));
+  CHECK(sh(run + " -- -true-").exit_code == 127);  // a program named -true- is looked for
+  o = sh(run + " --master-addr '' true");
+  CHECK(o.exit_code == 2);
+  CHECK(contains(o.err, "--master-addr is empty"));
   // A grace that is not a number of seconds in range is refused, not turned into SIGKILL at once.
   for (const char* grace : {"1e20", "nan", "-1"}) {
     o = sh(run + " --grace " + grace + " true");

@@ -68,10 +68,17 @@ int main(int argc, char** argv) {
   app.footer("After the options: the program and its arguments (an optional -- may separate them).");
   if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
   command = app.remaining();
-  if (!command.empty() && command.front() == "--") command.erase(command.begin());
+  const bool separated = !command.empty() && command.front() == "--";
+  if (separated) command.erase(command.begin());
 
   try {
     if (command.empty()) throw std::runtime_error("no program to run");
+    // CLI11 ends the options at the first argument it does not know: a mistyped option would
+    // be started as the program on every rank.
+    if (!separated && command.front().starts_with("-"))
+      throw std::runtime_error(fmt::format("unknown option {} (the program follows the options; put -- before a "
+                                           "program whose name begins with -)", command.front()));
+    if (master_addr.empty()) throw std::runtime_error("--master-addr is empty: give node 0's address");
     // Checked here, not by CLI11's Range: a NaN passes every comparison, and a huge value
     // overflowed the milliseconds into a negative grace (SIGKILL at once).
     if (!(grace_s >= 0 && grace_s <= 86400)) throw std::runtime_error(fmt::format("--grace {} is not in [0, 86400] seconds", grace_s));
