@@ -312,7 +312,7 @@ TEST_CASE("CommOptions::from_env refuses chunk sizes outside 4 KiB to 1 GiB, neg
   ::unsetenv("RINGGRAD_SHM_POLL_US");
 }
 
-TEST_CASE("RINGGRAD_FLIGHT_RECORDER_ENTRIES is a whole number up to a million; 0 turns recording off", "[collectives]") {
+TEST_CASE("RINGGRAD_FLIGHT_RECORDER_ENTRIES is a whole number up to a million, and 0 turns recording off", "[collectives]") {
   const auto with = [](const char* value) {
     ::setenv("RINGGRAD_FLIGHT_RECORDER_ENTRIES", value, 1);
     std::string said;

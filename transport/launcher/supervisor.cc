@@ -221,8 +221,11 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
   } catch (const std::exception&) {
     // A rank that could not be started (no file descriptors or processes left): the ranks
     // started before it are ended and reaped now (not left to their parent-death signal), and
-    // the folder for flight records goes with them.
-    for (const Child& c : children) {
+    // the folder for flight records goes with them, once their pipes are closed (removing a
+    // folder takes a file descriptor too).
+    for (Child& c : children) {
+      for (Stream& stream : c.streams)
+        if (stream.fd >= 0) ::close(std::exchange(stream.fd, -1));
       if (c.pid <= 0) continue;
       ::kill(-c.pid, SIGKILL);
       ::waitpid(c.pid, nullptr, 0);
