@@ -77,6 +77,16 @@ bool wait_ready(int fd, short events, Clock::time_point deadline) {
   }
 }
 
+void require_known_host(const std::string& host, const std::string& what) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* result = nullptr;
+  const int rc = ::getaddrinfo(host.c_str(), nullptr, &hints, &result);
+  if (result != nullptr) ::freeaddrinfo(result);
+  if (rc == EAI_NONAME || rc == EAI_FAIL)
+    throw TransportError(fmt::format("{}: cannot resolve '{}': {}", what, host, ::gai_strerror(rc)));
+}
+
 Fd connect(const std::string& host, uint16_t port, Clock::time_point deadline, const std::string& what) {
   AddrInfo addrs;
   try {

@@ -37,6 +37,10 @@ void tune(int fd);
 /// Blocks until fd is readable (POLLIN) or writable (POLLOUT), or has an error or hang-up.
 /// Returns false if the deadline passed first.
 bool wait_ready(int fd, short events, Clock::time_point deadline);
+/// Throws TransportError starting with `what` when the resolver answers that `host` names no
+/// address (a typo, or an invalid IP): waiting would not change that answer. A resolver that
+/// cannot answer yet (EAI_AGAIN) passes: connect() tries again.
+void require_known_host(const std::string& host, const std::string& what);
 /// A non-blocking TCP connection to host:port established before the deadline, or throws
 /// TransportError starting with `what`. the connected fd (the caller owns it).
 Fd connect(const std::string& host, uint16_t port, Clock::time_point deadline, const std::string& what);

@@ -59,6 +59,11 @@ Store::Store(const std::string& host, uint16_t port, const std::string& job_id, 
     : timeout_(timeout) {
   const std::string where = fmt::format("rank {}: store at {}:{}", rank, host, port);
   const auto deadline = net::Clock::now() + timeout;
+  try {
+    net::require_known_host(host, where);
+  } catch (const TransportError& e) {
+    throw TransportError(fmt::format("{} (MASTER_ADDR must name rank 0's host)", e.what()));
+  }
   // Rank 0 may still be starting the server: retry refused connections until the deadline.
   for (;;) {
     try {

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <arpa/inet.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <stdlib.h>
 #include <sys/socket.h>
@@ -187,6 +188,22 @@ TEST_CASE("a MASTER_PORT taken by another program fails rank 0 at once and the o
   }, options);
   INFO(describe(results));
   for (const auto& r : results) REQUIRE(r.ok());
+}
+
+TEST_CASE("a MASTER_ADDR that names no host fails at once, not at the timeout") {
+  // A typo (or 999.1.1.1) gets the same answer from the resolver however long one waits; a
+  // refused connection (rank 0 still starting) is what the timeout is for.
+  for (const char* host : {"nosuchhost.invalid", "999.1.1.1"}) {
+    addrinfo* found = nullptr;
+    const int rc = ::getaddrinfo(host, nullptr, nullptr, &found);
+    if (found != nullptr) ::freeaddrinfo(found);
+    if (rc != EAI_NONAME && rc != EAI_FAIL) {  // a machine whose resolver cannot be reached, say
+      WARN("skipped: the resolver here answers '" << ::gai_strerror(rc) << "' for " << host << ", not 'no such name'");
+      continue;
+    }
+    expect_error([&] { Store store(host, 29500, "job", 1, 30s); },
+                 {fmt::format("rank 1: store at {}:29500: cannot resolve '{}'", host, host), "MASTER_ADDR must name"}, 5s);
+  }
 }
 
 TEST_CASE("Config::from_env reads torchrun and Open MPI and Slurm variables") {
