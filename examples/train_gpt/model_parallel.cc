@@ -49,7 +49,9 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
   };
   const auto dp = grid_data_parallel(mp.strategy, stage, groups, cfg.weight_decay, make_adamw, mp.dp_options);
   nn::TrainState state{0, Generator(cfg.seed + 1), default_generator()};  // batches drawn as the data-parallel path draws them
+  const std::string& vocab = ds.tokenizer().chars();
   if (!mp.resume.empty()) {
+    nn::check_checkpoint_vocab(mp.resume, vocab);
     state = load_grid_checkpoint(mp.resume, *dp, groups);
     default_generator() = state.dropout_gen;
   }
@@ -89,7 +91,7 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
     if (!mp.out.empty() && mp.save_every > 0 && (it + 1) % mp.save_every == 0) {
       state.iter = it + 1;
       state.dropout_gen = default_generator();
-      save_grid_checkpoint(mp.out, *dp, groups, world, cfg.model, state);
+      save_grid_checkpoint(mp.out, *dp, groups, world, cfg.model, vocab, state);
     }
     if (lead && it % cfg.log_interval == 0) {
       fmt::print("iter {:5d}: loss {:.4f}, grad norm {:.3f}, {:.1f} ms/iter, {:.0f} tokens/s\n", it, r.loss, norm, ms,
@@ -127,7 +129,7 @@ int train_model_parallel(nn::TrainConfig cfg, const std::string& data, const Mod
   if (!mp.out.empty()) {
     state.iter = it;
     state.dropout_gen = default_generator();
-    save_grid_checkpoint(mp.out, *dp, groups, world, cfg.model, state);
+    save_grid_checkpoint(mp.out, *dp, groups, world, cfg.model, vocab, state);
     if (lead) fmt::print("saved {} (the whole model: it resumes on any layout, or one process)\n", mp.out);
   }
   return 0;

@@ -212,6 +212,7 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
   const std::string resume = resume_path(paths);
   if (paths.resume == "auto" && resume.empty()) acc.print("--resume auto: no checkpoint at {} yet, starting fresh\n", paths.out);
   if (!resume.empty()) {
+    nn::check_checkpoint_vocab(resume, ds.tokenizer().chars());
     // The parameters' names and shapes cannot tell these choices apart (rotary or learned
     // positions, QK-norm, the activation): the recorded config can.
     const auto saved = nn::checkpoint_config(resume).computation_flags(), wanted = cfg.model.computation_flags();
@@ -250,7 +251,7 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
     if (paths.out.empty()) return;
     state.iter = iter;
     state.dropout_gen = default_generator();
-    acc.save(*dp, paths.out, nn::checkpoint_metadata(cfg.model, state, dp->optimizer().steps()));
+    acc.save(*dp, paths.out, nn::checkpoint_metadata(cfg.model, ds.tokenizer().chars(), state, dp->optimizer().steps()));
   };
   const std::int64_t first_iter = state.iter;
   auto evaluate = [&](std::int64_t it) {

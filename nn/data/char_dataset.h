@@ -19,6 +19,8 @@ class CharTokenizer {
   /// The vocabulary of `text`: every distinct byte, sorted.
   explicit CharTokenizer(const std::string& text);
   std::int64_t vocab_size() const { return static_cast<std::int64_t>(chars_.size()); }
+  /// The vocabulary itself: the byte of each id, in id order (a checkpoint records it).
+  const std::string& chars() const { return chars_; }
   /// Throws std::invalid_argument for a byte outside the vocabulary.
   std::vector<std::int64_t> encode(const std::string& text) const;
   /// Throws std::out_of_range for an id outside [0, V).

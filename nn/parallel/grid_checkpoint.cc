@@ -56,7 +56,8 @@ int owner(const std::string& name, const GPTConfig& c, int stages) {
 }  // namespace
 
 void save_grid_checkpoint(const std::string& path, DataParallel& dp, GridGroups& groups,
-                          collectives::Communicator& world, const GPTConfig& config, const TrainState& state) {
+                          collectives::Communicator& world, const GPTConfig& config, const std::string& vocab,
+                          const TrainState& state) {
   auto& stage = dynamic_cast<PipelineStage&>(dp.module());
   // The stage's whole tensors on dp rank 0 (the strategy gathers its shards over the dp group).
   const StateDict replica = full_state_dict(dp);
@@ -98,7 +99,7 @@ void save_grid_checkpoint(const std::string& path, DataParallel& dp, GridGroups&
       }
     }
     file.emplace("optimizer.steps", Tensor::full({1}, static_cast<double>(steps), DType::Int64));
-    std::map<std::string, std::string> meta = checkpoint_metadata(config, state, steps);
+    std::map<std::string, std::string> meta = checkpoint_metadata(config, vocab, state, steps);
     meta.emplace("layout", groups.grid.describe().substr(0, groups.grid.describe().find('\n')));
     meta.emplace("world_size", std::to_string(world.world_size()));
     save_safetensors(path, file, meta);

@@ -1,8 +1,9 @@
 // Checkpoints of a grid-trained GPT in train_gpt's format (training_state.h, with
 // nn/transformer/checkpoint.h's metadata): the whole model under the GPT's names, AdamW's
-// moments as "optimizer.<state>.<name>", "optimizer.steps", the config, the iteration and the
-// generators. So a run saved under any dp x pp x cp x tp layout resumes on one process or under
-// data parallelism (train_gpt --resume) or on any other layout, and theirs resume on a grid.
+// moments as "optimizer.<state>.<name>", "optimizer.steps", the config, the vocabulary, the
+// iteration and the generators. So a run saved under any dp x pp x cp x tp layout resumes on one
+// process or under data parallelism (train_gpt --resume) or on any other layout, and theirs
+// resume on a grid.
 //
 // Saving gathers: the data-parallel strategy completes each stage's tensors on dp rank 0
 // (ZeRO's and FSDP's shards all-gathered), each tensor-parallel group of replica 0 all-gathers
@@ -21,11 +22,12 @@
 namespace ringgrad::nn::parallel {
 
 /// Writes the model and optimizer state `dp` holds (its stage, or its dp shard of the stage) of
-/// the whole model `config` to `path` on rank 0; returns once the file is complete. Every rank
-/// of the grid calls it (`world`: the communicator the grid was split from). Throws
-/// std::runtime_error on rank 0 when the file cannot be written.
+/// the whole model `config`, trained on `vocab` (the byte of each id), to `path` on rank 0;
+/// returns once the file is complete. Every rank of the grid calls it (`world`: the communicator
+/// the grid was split from). Throws std::runtime_error on rank 0 when the file cannot be written.
 void save_grid_checkpoint(const std::string& path, DataParallel& dp, GridGroups& groups,
-                          collectives::Communicator& world, const GPTConfig& config, const TrainState& state);
+                          collectives::Communicator& world, const GPTConfig& config, const std::string& vocab,
+                          const TrainState& state);
 
 /// Loads `path` into this rank's piece of the model and optimizer state in `dp` (made by
 /// grid_data_parallel, before any step) and returns the saved state. Throws std::runtime_error

@@ -1,13 +1,15 @@
 // Saving and resuming GPT training: the model and AdamW's moments under their names, and in the
-// metadata the config, the iteration and the generators' states as text; a load that misses a key
-// says the file is not a ringgrad GPT checkpoint.
+// metadata the config, the iteration, the generators' states and the vocabulary as text; a load
+// that misses a key says the file is not a ringgrad GPT checkpoint.
 #include "nn/transformer/checkpoint.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include <map>
 #include <stdexcept>
+#include <vector>
 
 #include "nn/safetensors.h"
 
@@ -46,6 +48,36 @@ const std::string& meta(const std::map<std::string, std::string>& metadata, cons
   return it->second;
 }
 
+// Metadata values are JSON strings: a raw quote or backslash needs escaping, and a byte past 0x7f
+// alone is not UTF-8. Two hex digits per byte carry any byte.
+constexpr const char* kVocabKey = "vocab_hex";
+
+std::string hex(const std::string& bytes) {
+  std::string text;
+  for (unsigned char b : bytes) text += fmt::format("{:02x}", b);
+  return text;
+}
+
+// A byte as a message shows it: 'a', '\n', '\x80'.
+std::string shown(char c) {
+  const auto b = static_cast<unsigned char>(c);
+  if (c == '\n') return "'\\n'";
+  if (c == '\t') return "'\\t'";
+  if (c == '\'' || c == '\\') return fmt::format("'\\{}'", c);
+  if (b >= 0x20 && b < 0x7f) return fmt::format("'{}'", c);
+  return fmt::format("'\\x{:02x}'", b);
+}
+
+// The bytes of `a` that `b` lacks, the first 8 shown.
+std::string only_in(const std::string& a, const std::string& b) {
+  std::vector<std::string> bytes;
+  for (char c : a)
+    if (b.find(c) == std::string::npos) bytes.push_back(shown(c));
+  if (bytes.empty()) return "none";
+  if (bytes.size() <= 8) return fmt::format("{}", fmt::join(bytes, " "));
+  return fmt::format("{} and {} more", fmt::join(bytes.begin(), bytes.begin() + 8, " "), bytes.size() - 8);
+}
+
 }  // namespace
 
 void save_checkpoint(const std::string& path, const GPT& model, const AdamW& optimizer, const TrainState& state) {
@@ -59,13 +91,14 @@ void save_checkpoint(const std::string& path, const GPT& model, const AdamW& opt
       tensors.emplace("optimizer.exp_avg_sq." + name, optimizer.exp_avg_sq[g][i]);
     }
   }
-  save_safetensors(path, tensors, checkpoint_metadata(model.config(), state, optimizer.steps()));
+  save_safetensors(path, tensors, checkpoint_metadata(model.config(), "", state, optimizer.steps()));
 }
 
-std::map<std::string, std::string> checkpoint_metadata(const GPTConfig& config, const TrainState& state,
-                                                       std::int64_t optimizer_steps) {
+std::map<std::string, std::string> checkpoint_metadata(const GPTConfig& config, const std::string& vocab,
+                                                       const TrainState& state, std::int64_t optimizer_steps) {
   return {{"format", kFormat},
           {"config", config_json(config).dump()},
+          {kVocabKey, hex(vocab)},
           {"iter", std::to_string(state.iter)},
           {"optimizer.steps", std::to_string(optimizer_steps)},
           {"data_gen", generator_text(state.data_gen)},
@@ -76,6 +109,28 @@ TrainState checkpoint_state(const std::map<std::string, std::string>& metadata, 
   if (meta(metadata, "format", path) != kFormat) throw std::runtime_error(path + ": unknown checkpoint format");
   return {std::stoll(meta(metadata, "iter", path)), parse_generator(meta(metadata, "data_gen", path)),
           parse_generator(meta(metadata, "dropout_gen", path))};
+}
+
+std::string checkpoint_vocab(const std::map<std::string, std::string>& metadata, const std::string& path) {
+  const auto it = metadata.find(kVocabKey);
+  if (it == metadata.end()) return "";
+  const std::string& text = it->second;
+  if (text.size() % 2 != 0 || text.find_first_not_of("0123456789abcdef") != std::string::npos)
+    throw std::runtime_error(fmt::format("{}: '{}' is not pairs of hex digits", path, kVocabKey));
+  std::string vocab;
+  for (std::size_t i = 0; i < text.size(); i += 2) vocab += static_cast<char>(std::stoi(text.substr(i, 2), nullptr, 16));
+  return vocab;
+}
+
+void check_checkpoint_vocab(const std::string& path, const std::string& vocab) {
+  const std::string saved = checkpoint_vocab(load_safetensors(path).metadata, path);
+  // Checkpoints from before the vocabulary was recorded are checked by vocab_size alone: the
+  // shapes of wte and lm_head must match when they load.
+  if (saved.empty() || saved == vocab) return;
+  throw std::invalid_argument(fmt::format(
+      "{}: trained on another vocabulary ({} characters; this text has {}): only in the checkpoint's: {}; only in "
+      "this text's: {}. Its ids would stand for other characters: resume on the text it was trained on",
+      path, saved.size(), vocab.size(), only_in(saved, vocab), only_in(vocab, saved)));
 }
 
 TrainState load_checkpoint(const std::string& path, GPT& model, AdamW& optimizer) {

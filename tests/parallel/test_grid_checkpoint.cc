@@ -1,7 +1,8 @@
 // Checkpoints across layouts and data-parallel strategies, with 4 real processes in float64: a
 // run saved under dp 2 x tp 2 (ZeRO-1's or FSDP's shards inside dp) after 2 AdamW steps resumes
 // on one process, under pp 2 (x dp 2) and under pp 2 x tp 2, with another strategy, with the next
-// step's loss and the parameters after it equal to one process's uninterrupted run (1e-12).
+// step's loss and the parameters after it equal to one process's uninterrupted run (1e-12); the
+// file holds the vocabulary it was given, byte for byte.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -15,6 +16,7 @@
 #include "nn/optim.h"
 #include "nn/parallel/grid_checkpoint.h"
 #include "nn/parallel/training_state.h"
+#include "nn/safetensors.h"
 #include "nn/transformer/train_step.h"
 #include "tests/parallel/model_parallel_support.h"
 #include "tests/support/multiprocess.h"
@@ -38,6 +40,7 @@ constexpr double kDecay = 0.1;
 const AdamOptions& kAdam = ringgrad::test::kTestAdam;
 
 GPTConfig config() { return ringgrad::test::small_gpt(2, 2, 8, 11, /*tied=*/false); }
+const std::string kVocab = "\n \"'\\AZaz\x80\xff";  // 11 ids' bytes, some a JSON string must escape
 
 // Batch `i` of the run, the same on every rank.
 std::pair<Tensor, Tensor> batch(int i) {
@@ -70,8 +73,10 @@ void save_and_resume(const std::string& saved_by, const std::string& resumed_by)
         grid_step(*dp, g, x, y, 1, PipelineSchedule::kOneForwardOneBackward);
         dp->step();
       }
-      save_grid_checkpoint(path, *dp, g, world, config(), TrainState{2, Generator(1), Generator(2)});
+      save_grid_checkpoint(path, *dp, g, world, config(), kVocab, TrainState{2, Generator(1), Generator(2)});
     }
+    check(checkpoint_vocab(load_safetensors(path).metadata, path) == kVocab,
+          fmt::format("rank {}: the checkpoint's vocabulary is not the one saved", world.rank()));
     // Resume alone (each rank a world of its own: one process), and on two other layouts of the 4.
     auto alone = world.split(world.rank(), 0);
     for (auto [dp, pp, tp] : {std::tuple{1, 1, 1}, std::tuple{2, 2, 1}, std::tuple{1, 2, 2}}) {

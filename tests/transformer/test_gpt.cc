@@ -11,6 +11,7 @@
 #include "autograd/node.h"
 #include "autograd/ops.h"
 #include "nn/lr_schedule.h"
+#include "nn/safetensors.h"
 #include "nn/transformer/checkpoint.h"
 #include "nn/transformer/gpt.h"
 #include "nn/transformer/train_step.h"
@@ -148,6 +149,38 @@ TEST_CASE("GPT: resuming from a checkpoint gives the same next-step loss as not 
                                    schedule.at(s2.iter), 1.0).loss;
     CHECK(loss == losses[static_cast<std::size_t>(s2.iter)]);  // bit for bit
   }
+  std::filesystem::remove(path);
+}
+
+TEST_CASE("GPT checkpoint: the vocabulary read back byte for byte (newline, quote, backslash, past 0x7f), another refused, none recorded let through") {
+  const std::string path = (std::filesystem::temp_directory_path() / "ringgrad_gpt_vocab.safetensors").string();
+  const std::string vocab = std::string("\n\"\\az") + "\x80\xff";
+  save_safetensors(path, {}, checkpoint_metadata(tiny_config(), vocab, TrainState{0, Generator(1), Generator(2)}, 0));
+  const auto metadata = load_safetensors(path).metadata;  // through the file's JSON header
+  CHECK(metadata.at("vocab_hex") == "0a225c617a80ff");   // by hand: the bytes' codes
+  CHECK(checkpoint_vocab(metadata, path) == vocab);
+  CHECK_NOTHROW(check_checkpoint_vocab(path, vocab));
+
+  // The same size, '#' where 'a' was: refused, naming the file and the bytes each side lacks.
+  std::string swapped = vocab;
+  swapped[3] = '#';
+  try {
+    check_checkpoint_vocab(path, swapped);
+    FAIL("another vocabulary of the same size was accepted");
+  } catch (const std::invalid_argument& e) {
+    const std::string what = e.what();
+    INFO(what);
+    CHECK(what.starts_with(path + ": trained on another vocabulary (7 characters; this text has 7)"));
+    CHECK(what.find("only in the checkpoint's: 'a'; only in this text's: '#'") != std::string::npos);
+  }
+  CHECK_THROWS_AS(check_checkpoint_vocab(path, vocab.substr(1)), std::invalid_argument);
+
+  // A checkpoint without one (from before vocabularies were recorded) is left to the shapes.
+  auto before = metadata;
+  before.erase("vocab_hex");
+  CHECK(checkpoint_vocab(before, path).empty());
+  save_safetensors(path, {}, before);
+  CHECK_NOTHROW(check_checkpoint_vocab(path, swapped));
   std::filesystem::remove(path);
 }
 
