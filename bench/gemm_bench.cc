@@ -10,7 +10,6 @@
 
 #include <chrono>
 #include <functional>
-#include <limits>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -145,7 +144,7 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", dtype, "Matmul precision: fp32 or bf16")
       ->capture_default_str()
       ->check(CLI::IsMember({"fp32", "bf16"}));
-  app.add_option("--threads", threads, "BLAS threads (CPU), 1 or more")->check(CLI::Range(1, std::numeric_limits<int>::max()));
+  app.add_option("--threads", threads, "BLAS threads (CPU), 1 or more")->check(ringgrad::cli::at_least(1));
   app.add_option("--min-seconds", min_seconds, "Time spent per measurement, seconds > 0")->check(ringgrad::cli::kPositive);
   if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
   set_num_threads(threads);

@@ -14,11 +14,11 @@
 #include <chrono>
 #include <stdexcept>
 #include <filesystem>
-#include <limits>
 #include <string>
 #include <vector>
 
 #include "autograd/trace.h"
+#include "cli/numbers.h"
 #include "cli/parse.h"
 #include "nn/data/char_dataset.h"
 #include "nn/data/idx.h"  // DataError
@@ -137,15 +137,13 @@ int bench(const Options& o, nn::TrainConfig cfg, Device device) {
 
 int main(int argc, char** argv) {
   Options o;
-  // Steps and threads as ints, said in words: CLI::PositiveNumber would print a 300-digit bound.
-  const auto positive = CLI::Range(1, std::numeric_limits<int>::max());
   CLI::App app{"Time GPT training steps and break the time down by op kind"};
   app.add_option("--config", o.preset, "Preset: baby, shakespeare-char, speedrun or tiny")->capture_default_str();
   app.add_option("--data", o.data_path, "Text corpus (random text when missing)")->capture_default_str();
-  app.add_option("--iters", o.iters, "Timed steps, 1 or more")->check(positive)->capture_default_str();
+  app.add_option("--iters", o.iters, "Timed steps, 1 or more")->check(ringgrad::cli::at_least(1))->capture_default_str();
   app.add_option("--warmup", o.warmup, "Untimed steps first, 0 or more")
-      ->check(CLI::Range(0, std::numeric_limits<int>::max()))->capture_default_str();
-  app.add_option("--threads", o.threads, "BLAS threads, 1 or more")->check(positive)->capture_default_str();
+      ->check(ringgrad::cli::at_least(0))->capture_default_str();
+  app.add_option("--threads", o.threads, "BLAS threads, 1 or more")->check(ringgrad::cli::at_least(1))->capture_default_str();
   app.add_option("--device", o.device_name, "cpu, cuda or cuda:N")->capture_default_str();
   app.add_option("--dtype", o.dtype, "Matmul precision: fp32 or bf16")->check(CLI::IsMember({"fp32", "bf16"}));
   app.add_flag("--trace_cost", o.trace_cost, "Record every other timed step's timeline (autograd/trace.h) and compare the "
