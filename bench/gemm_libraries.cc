@@ -8,8 +8,9 @@
 //   oneDNN    dnnl_sgemm (libdnnl2; JIT kernels chosen by the CPU's instruction sets, capped by
 //             DNNL_MAX_CPU_ISA, e.g. AVX2)
 //   BLIS      its cblas_sgemm (libblis4; kernels by CPU model)
-//   ringgrad  gemm(), what the tensor ops call: oneDNN for the large products where its AVX-512
-//             kernels run, OpenBLAS for the rest (tensor/onednn.h)
+//   ringgrad  gemm(), what the tensor ops call: oneDNN for the products its kernels ran faster
+//             (with AVX-512 the large ones, with AVX2 the small and the NN ones), OpenBLAS for
+//             the rest (tensor/onednn.h)
 // Single-threaded (one thread per rank is how the examples run). Rounds interleave the
 // libraries, after each library's C was checked against the reference kernel for every
 // shape; each cell is the median over rounds of the milliseconds one step spends on that

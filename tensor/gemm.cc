@@ -53,11 +53,10 @@ void gemm_bfloat16_emulated(const GemmArgs<float>& g) {
 template <typename T>
 CpuGemmLibrary cpu_gemm_library(const GemmArgs<T>& g) {
   if constexpr (std::is_same_v<T, float>) {
-    // Sorted by size, not by caller: every Linear of the baby GPT is this large, and so are
-    // attention's per-head products at T = 256 with 64-wide heads (4.2 million); oneDNN's AVX-512
-    // kernels ran all of those faster (tensor/onednn.h).
+    // Sorted by size and transposition, not by caller (tensor/onednn.h says what was measured).
     const double multiply_adds = static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
-    if (multiply_adds > kOneDnnMinMultiplyAdds && num_threads() == 1 && onednn_sgemm() != nullptr) {
+    if (num_threads() == 1 && onednn_sgemm() != nullptr &&
+        onednn_runs_faster(onednn_avx512(), g.trans_a, g.trans_b, multiply_adds)) {
       return CpuGemmLibrary::kOneDnn;
     }
   }

@@ -1,7 +1,7 @@
 // GEMM, the one routine most training time goes to: C = alpha * op(A) op(B) + beta * C,
 // row-major, op(X) = X or X^T. Four implementations behind gemm(): a readable reference kernel,
-// the CPU BLAS (OpenBLAS cblas_?gemm) when the build found one, oneDNN's sgemm for the large
-// float32 products where it is faster (tensor/onednn.h), and cuBLAS on a GPU (tensor/cublas.h).
+// the CPU BLAS (OpenBLAS cblas_?gemm) when the build found one, oneDNN's sgemm for the
+// float32 products it runs faster (tensor/onednn.h), and cuBLAS on a GPU (tensor/cublas.h).
 // gemm() and gemm_batched() apply the matmul precision (tensor/precision.h).
 #pragma once
 
@@ -45,9 +45,10 @@ const char* blas_core_name();
 /// The CPU libraries a product can run on.
 enum class CpuGemmLibrary { kReference, kOpenBlas, kOneDnn };
 
-/// Which library gemm() runs `g` on: oneDNN's sgemm for a float32 product of more than
-/// kOneDnnMinMultiplyAdds (2^20) multiply-adds after set_num_threads(1), where onednn_sgemm()
-/// is not null (tensor/onednn.h); otherwise OpenBLAS when it loads, else the reference kernel.
+/// Which library gemm() runs `g` on: oneDNN's sgemm for a float32 product it runs faster
+/// (onednn_runs_faster: with AVX-512 kernels those of more than 2^20 multiply-adds, with AVX2
+/// ones the smaller products and the NN ones) after set_num_threads(1), where onednn_sgemm() is
+/// not null (tensor/onednn.h); otherwise OpenBLAS when it loads, else the reference kernel.
 template <typename T>
 CpuGemmLibrary cpu_gemm_library(const GemmArgs<T>& g);
 /// "oneDNN", "OpenBLAS" or "reference".

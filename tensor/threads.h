@@ -6,7 +6,7 @@
 namespace ringgrad {
 
 /// Sets the BLAS thread count (>= 1); throws std::invalid_argument below 1. At 1, gemm() may
-/// run large float32 products on oneDNN (tensor/onednn.h), which this call then loads.
+/// run float32 products on oneDNN (tensor/onednn.h), which this call then loads.
 void set_num_threads(int n);
 
 /// The count last set, or 0 before any set_num_threads (OpenBLAS then follows its own

@@ -28,8 +28,8 @@ train_gpt and by its PyTorch twin (torch_contest.py, given the run's `train_gpt 
 round r with seed r; the whole-split validation loss, lower is better.
 --isa avx2 runs everything as on an AVX2-only x86 machine, on one that has AVX-512: OpenBLAS's
 Haswell kernels for both frameworks (OPENBLAS_CORETYPE=Haswell), oneDNN capped at AVX2
-(DNNL_MAX_CPU_ISA=AVX2, so ringgrad leaves its Linears to OpenBLAS as it would there:
-tensor/onednn.h) and PyTorch's AVX2 kernels (ATEN_CPU_CAPABILITY=avx2). ringgrad's own loops run
+(DNNL_MAX_CPU_ISA=AVX2, so ringgrad gives it the products its AVX2 kernels run faster, as it
+would there: tensor/onednn.h) and PyTorch's AVX2 kernels (ATEN_CPU_CAPABILITY=avx2). ringgrad's own loops run
 their AVX2 builds anyway, except GELU, whose AVX-512 build GCC's resolver still picks
 (docs/transformer.md measures what that is worth).
 Writes <out>/compare.json (every measurement), compare_all_reduce.svg and compare_training.svg.
@@ -369,9 +369,12 @@ def main():
     where["load_after"] = open("/proc/loadavg").read().split()[:3]
     openblas, aten = os.environ.get("OPENBLAS_CORETYPE"), os.environ.get("ATEN_CPU_CAPABILITY")
     dnnl = os.environ.get("DNNL_MAX_CPU_ISA")
-    # ringgrad's larger float32 GEMMs go to oneDNN's AVX-512 kernels where they run (tensor/onednn.h).
-    onednn = (where["isa"] == "AVX-512" and args.isa == "native" and ctypes.util.find_library("dnnl")
-              and os.environ.get("RINGGRAD_ONEDNN") != "0" and not dnnl)
+    # Some of ringgrad's float32 GEMMs go to oneDNN where its AVX2 or AVX-512 kernels run
+    # (tensor/onednn.h): which ones depends on those kernels.
+    onednn = (where["isa"] != "SSE only" and ctypes.util.find_library("dnnl")
+              and os.environ.get("RINGGRAD_ONEDNN") != "0" and dnnl not in ("SSE41", "AVX"))
+    kernels = "AVX-512" if where["isa"] == "AVX-512" and dnnl != "AVX2" else "AVX2"
+    by_onednn = f"; ringgrad runs some GEMMs on oneDNN's {kernels} kernels" if onednn else ""
     emulated = ""
     if args.isa == "avx2":
         emulated = "; as on an AVX2-only machine (--isa avx2)"
@@ -382,7 +385,7 @@ def main():
               f"process{'; OPENBLAS_CORETYPE=' + openblas + ' for ringgrad and PyTorch alike' if openblas else ''}"
               f"{'; DNNL_MAX_CPU_ISA=' + dnnl if dnnl else ''}"
               f"{'; ATEN_CPU_CAPABILITY=' + aten + ' for PyTorch' if aten else ''}"
-              f"{'; ringgrad runs its Linears by oneDNN' if onednn else ''}"
+              f"{by_onednn}"
               f"{emulated}.")
     out = [header, ""]
     results = {s: {p: {k: summarize(v) for k, v in peers.items()} for p, peers in by_peer.items()}

@@ -2,6 +2,7 @@
 // matmul's shape handling against loops.
 #include <catch2/catch.hpp>
 
+#include <array>
 #include <cmath>
 #include <type_traits>
 
@@ -70,59 +71,64 @@ TEST_CASE("matmul names both shapes when they do not fit") {
   REQUIRE(k::matmul(Tensor::zeros({2, 0}), Tensor::zeros({0, 3})).to_vector<float>() == std::vector<float>(6, 0));
 }
 
-TEST_CASE("gemm() hands large float32 products on one thread to oneDNN and it agrees with the reference kernel") {
+TEST_CASE("gemm() hands oneDNN the float32 products its kernels run faster on one thread and they agree with the reference kernel") {
   if (k::onednn_sgemm() == nullptr || !k::has_blas()) {
-    WARN("skipped: oneDNN's AVX-512 sgemm is not in use here (no libdnnl2 or no AVX-512, DNNL_MAX_CPU_ISA below "
-         "AVX-512, RINGGRAD_ONEDNN=0, or OpenMP loaded before at more threads), or no OpenBLAS to compare with");
+    WARN("skipped: oneDNN's sgemm is not in use here (no libdnnl2 or no AVX2, DNNL_MAX_CPU_ISA below AVX2, "
+         "RINGGRAD_ONEDNN=0, or OpenMP loaded before at more threads), or no OpenBLAS to compare with");
     return;
   }
+  const bool avx512 = k::onednn_avx512();
+  INFO("oneDNN's kernels: " << (avx512 ? "AVX-512" : "AVX2"));
   Generator gen(11);
-  const std::int64_t m = 130, n = 97, kk = 111;  // 1.4 million multiply-adds, above the threshold
-  for (bool ta : {false, true}) {
-    for (bool tb : {false, true}) {
-      for (float beta : {0.25f, 0.0f}) {
-        INFO("trans_a " << ta << " trans_b " << tb << " beta " << beta);
-        // Row strides 3 past the width: the libraries must read strided operands.
-        const std::int64_t lda = (ta ? m : kk) + 3, ldb = (tb ? kk : n) + 3, ldc = n + 3;
-        Tensor a = Tensor::zeros({ta ? kk : m, lda}), b = Tensor::zeros({tb ? n : kk, ldb});
-        k::uniform_(a, -1, 1, gen);
-        k::uniform_(b, -1, 1, gen);
-        // beta = 0 must not read C: start it at NaN there.
-        const Tensor c0 = Tensor::full({m, ldc}, beta == 0 ? std::nanf("") : 0.5f, DType::Float32);
-        Tensor c = k::clone(c0);
-        const k::GemmArgs<float> g{ta, tb, m, n, kk, 1.5f, a.data<float>(), lda, b.data<float>(), ldb, beta,
-                                   c.data<float>(), ldc};
-        auto run = [&](auto&& how) {  // C's m x n block, after `how` wrote it
-          k::copy_(c, c0);
-          how(g);
-          return k::contiguous(k::narrow(c, 1, 0, n)).to_vector<float>();
-        };
-        const auto reference = run([](const auto& args) { k::gemm_reference(args); });
-        const auto openblas = run([](const auto& args) { k::gemm_blas(args); });
-        const auto onednn = run([](const auto& args) {
-          REQUIRE(k::onednn_sgemm()(args.trans_a ? 'T' : 'N', args.trans_b ? 'T' : 'N', args.m, args.n, args.k,
-                                    args.alpha, args.a, args.lda, args.b, args.ldb, args.beta, args.c, args.ldc) == 0);
-        });
-        set_num_threads(2);  // more than one thread: OpenBLAS keeps every product
-        REQUIRE(k::cpu_gemm_library(g) == k::CpuGemmLibrary::kOpenBlas);
-        REQUIRE(run([](const auto& args) { k::gemm(args); }) == openblas);
-        set_num_threads(1);  // (ctest runs each case in a process of its own)
-        REQUIRE(k::cpu_gemm_library(g) == k::CpuGemmLibrary::kOneDnn);
-        const auto chosen = run([](const auto& args) { k::gemm(args); });
-        REQUIRE(chosen == onednn);
-        // With beta = 0 the two libraries happen to give the same bits here; with beta = 0.25
-        // they round differently, so the bits show which one gemm() called.
-        if (beta != 0) REQUIRE(onednn != openblas);
-        // 111 products of numbers below 1.5 in magnitude, summed in different orders.
-        for (std::size_t i = 0; i < chosen.size(); ++i) REQUIRE(chosen[i] == Approx(reference[i]).margin(1e-4));
+  bool bits_tell_them_apart = false;
+  // A product above the 2^20 threshold (1.4 million multiply-adds) and attention's per-head S = Q K^T
+  // at T = 64 below it (2^17).
+  for (const auto [m, n, kk] : {std::array<std::int64_t, 3>{130, 97, 111}, std::array<std::int64_t, 3>{64, 64, 32}}) {
+    const bool large = m * n * kk > (1 << 20);
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        for (float beta : {0.25f, 0.0f}) {
+          INFO("M " << m << " N " << n << " K " << kk << " trans_a " << ta << " trans_b " << tb << " beta " << beta);
+          // Row strides 3 past the width: the libraries must read strided operands.
+          const std::int64_t lda = (ta ? m : kk) + 3, ldb = (tb ? kk : n) + 3, ldc = n + 3;
+          Tensor a = Tensor::zeros({ta ? kk : m, lda}), b = Tensor::zeros({tb ? n : kk, ldb});
+          k::uniform_(a, -1, 1, gen);
+          k::uniform_(b, -1, 1, gen);
+          // beta = 0 must not read C: start it at NaN there.
+          const Tensor c0 = Tensor::full({m, ldc}, beta == 0 ? std::nanf("") : 0.5f, DType::Float32);
+          Tensor c = k::clone(c0);
+          const k::GemmArgs<float> g{ta, tb, m, n, kk, 1.5f, a.data<float>(), lda, b.data<float>(), ldb, beta,
+                                     c.data<float>(), ldc};
+          auto run = [&](auto&& how) {  // C's m x n block, after `how` wrote it
+            k::copy_(c, c0);
+            how(g);
+            return k::contiguous(k::narrow(c, 1, 0, n)).to_vector<float>();
+          };
+          const auto reference = run([](const auto& args) { k::gemm_reference(args); });
+          const auto openblas = run([](const auto& args) { k::gemm_blas(args); });
+          const auto onednn = run([](const auto& args) {
+            REQUIRE(k::onednn_sgemm()(args.trans_a ? 'T' : 'N', args.trans_b ? 'T' : 'N', args.m, args.n, args.k,
+                                      args.alpha, args.a, args.lda, args.b, args.ldb, args.beta, args.c, args.ldc) == 0);
+          });
+          set_num_threads(2);  // more than one thread: OpenBLAS keeps every product
+          REQUIRE(k::cpu_gemm_library(g) == k::CpuGemmLibrary::kOpenBlas);
+          REQUIRE(run([](const auto& args) { k::gemm(args); }) == openblas);
+          set_num_threads(1);  // (ctest runs each case in a process of its own)
+          // What was measured (tensor/onednn.h): AVX-512 kernels for the large products, AVX2 ones
+          // for the small products and the NN ones.
+          const bool to_onednn = avx512 ? large : !large || (!ta && !tb);
+          REQUIRE(k::cpu_gemm_library(g) == (to_onednn ? k::CpuGemmLibrary::kOneDnn : k::CpuGemmLibrary::kOpenBlas));
+          const auto chosen = run([](const auto& args) { k::gemm(args); });
+          // Where the two libraries round differently, the bits show which one gemm() called.
+          REQUIRE(chosen == (to_onednn ? onednn : openblas));
+          bits_tell_them_apart = bits_tell_them_apart || onednn != openblas;
+          // At most 111 products of numbers below 1.5 in magnitude, summed in different orders.
+          for (std::size_t i = 0; i < chosen.size(); ++i) REQUIRE(chosen[i] == Approx(reference[i]).margin(1e-4));
+        }
       }
     }
   }
-  // Attention's per-head products at T = 64 stay below the threshold: OpenBLAS runs them.
-  Tensor q = Tensor::zeros({64, 32}), kt = Tensor::zeros({64, 32}), s = Tensor::zeros({64, 64});
-  const k::GemmArgs<float> g{false, true, 64, 64, 32, 1.0f, q.data<float>(), 32, kt.data<float>(), 32, 0.0f,
-                             s.data<float>(), 64};
-  REQUIRE(k::cpu_gemm_library(g) == k::CpuGemmLibrary::kOpenBlas);
+  REQUIRE(bits_tell_them_apart);
   // float64 has no oneDNN GEMM.
   Tensor q64 = Tensor::zeros({130, 111}, DType::Float64), k64 = Tensor::zeros({97, 111}, DType::Float64),
          s64 = Tensor::zeros({130, 97}, DType::Float64);
