@@ -6,8 +6,9 @@
 //   GPT step's Linear GEMMs in 10-12% less time than OpenBLAS 0.3.21's SkylakeX kernels, but
 //   attention's per-head products at T = 64 (2^17 multiply-adds and less) 9% slower.
 // - AVX2 kernels, on the same Zen 4 capped at AVX2 and on a Zen 5: oneDNN ran attention's small
-//   products 15-25% faster than OpenBLAS's Haswell kernels, and the Linears' NN products (every
-//   dx) 0-7% faster, but the TN ones (every dW) 2-36% slower.
+//   products 15-25% faster than OpenBLAS's Haswell kernels. Of the Linears' products, the TN ones
+//   (every dW) ran 2-36% slower; the NN ones (every dx) ranged from 7% slower to 7% faster alone,
+//   and in training steps they took 3% less time on oneDNN as a group.
 //
 // So gemm() (tensor/gemm.h, cpu_gemm_library) hands oneDNN the float32 products that
 // onednn_runs_faster() names, once set_num_threads(1) has been called, where onednn_sgemm() is
