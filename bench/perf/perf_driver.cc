@@ -12,6 +12,8 @@
 #include <cstring>
 #include <fstream>
 #include <stdexcept>
+#include <string>
+#include <utility>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -21,6 +23,7 @@
 #include "cli/parse.h"
 #include "cli/paths.h"
 #include "collectives/cost_model.h"
+#include "collectives/flight_recorder.h"
 #include "collectives/backends/mpi_backend.h"
 #include "collectives/reference.h"
 #include "nn/parallel/timeline.h"
@@ -464,14 +467,19 @@ int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vect
       throw std::invalid_argument("--backend mpi times host buffers: --device cpu");
     if (extra && o.device == "cuda") throw std::invalid_argument("this tool's extra contenders time host memory only: --device cpu");
     const Sweep sweep = parse_sweep(kind, o);
-    // A timeline keeps every collective of the sweep: the flight records must hold them all.
-    if (!o.trace.empty()) ::setenv("RINGGRAD_FLIGHT_RECORDER_ENTRIES", "10000000", 0);
+    // A timeline keeps every collective of the sweep: the flight records must hold them all, or
+    // as many as they can (the sweep's last collectives then).
+    if (!o.trace.empty()) {
+      ::setenv("RINGGRAD_FLIGHT_RECORDER_ENTRIES", std::to_string(collectives::kMaxFlightRecorderEntries).c_str(), 0);
+    }
     const transport::Config config = transport::Config::from_env();
-    // Rank 0 writes the rows: a path it cannot write is found now, not after the sweep (and an
-    // earlier file there stays as it is until the new rows replace it).
-    if (config.rank == 0 && !o.json.empty())
-      if (const std::string why = cli::why_unwritable(o.json); !why.empty())
-        throw std::invalid_argument(fmt::format("--json {}: {}", o.json, why));
+    // Rank 0 writes the rows and the timeline: a path it cannot write is found now, not after the
+    // sweep (and an earlier file there stays as it is until the new one replaces it).
+    for (const auto& [flag, path] : {std::pair{"--json", o.json}, std::pair{"--trace", o.trace}}) {
+      if (config.rank != 0 || path.empty()) continue;
+      if (const std::string why = cli::why_unwritable(path); !why.empty())
+        throw std::invalid_argument(fmt::format("{} {}: {}", flag, path, why));
+    }
     const int device = o.device == "cuda" ? pick_device(config.rank) : collectives::kHost;
     collectives::CommOptions options = collectives::CommOptions::from_env();
     const bool other = o.backend == "nccl" || o.backend == "mpi";  // the whole communicator on it

@@ -93,8 +93,15 @@ std::string find_default_data(const std::string& relative) {
 
 // --resume auto: the --out checkpoint when one is there (the run was restarted), else a fresh
 // start. Checkpoints are written atomically, so one that is there is whole.
+// A named checkpoint that is not there is a usage error (status 2), as a mistyped flag is.
 std::string resume_path(const Paths& paths) {
-  if (paths.resume != "auto") return paths.resume;
+  if (paths.resume.empty()) return "";
+  if (paths.resume != "auto") {
+    if (!std::filesystem::is_regular_file(paths.resume)) {
+      throw std::invalid_argument(fmt::format("--resume {}: no such checkpoint file", paths.resume));
+    }
+    return paths.resume;
+  }
   if (paths.out.empty()) throw std::invalid_argument("--resume auto continues from --out: give --out too");
   return std::ifstream(paths.out).good() ? paths.out : "";
 }

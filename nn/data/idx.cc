@@ -36,7 +36,8 @@ std::uint32_t big_endian(const std::uint8_t* b) {
 
 void require_file(const std::string& path) {
   if (std::filesystem::is_directory(path)) throw DataError(path + ": is a directory, not a file");
-  if (!std::filesystem::is_regular_file(path)) throw DataError(path + ": no such file");
+  if (!std::filesystem::exists(path)) throw DataError(path + ": no such file");
+  if (!std::filesystem::is_regular_file(path)) throw DataError(path + ": not a regular file (a device, pipe or socket)");
 }
 
 IdxArray read_idx(const std::string& path) {

@@ -17,8 +17,8 @@ class DataError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Throws DataError unless `path` is a regular file: "PATH: no such file", or "PATH: is a
-/// directory, not a file".
+/// Throws DataError unless `path` is a regular file: "PATH: no such file", "PATH: is a
+/// directory, not a file", or "PATH: not a regular file" (a device, pipe or socket).
 void require_file(const std::string& path);
 
 /// An unsigned-byte IDX array.

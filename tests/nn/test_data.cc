@@ -69,6 +69,7 @@ TEST_CASE("bad IDX files give errors naming the file and the problem") {
   const std::string folder = std::filesystem::temp_directory_path().string();
   REQUIRE_THROWS_WITH(read_idx(folder), Catch::Contains(folder + ": is a directory, not a file"));
   REQUIRE_THROWS_WITH(CharDataset::from_file(folder), Catch::Contains(folder + ": is a directory, not a file"));
+  REQUIRE_THROWS_WITH(CharDataset::from_file("/dev/null"), Catch::Contains("/dev/null: not a regular file"));
 }
 
 TEST_CASE("a Fashion-MNIST folder of generated files loads, normalised") {

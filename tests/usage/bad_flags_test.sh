@@ -2,8 +2,9 @@
 # Flags a user can get wrong, each refused before any work with status 2 and the flag named:
 # model sizes below 1 (a negative one once crashed in the allocator), probabilities outside
 # [0, 1), NaN and infinite rates, output paths that cannot be written, --save_every without
-# --out; and a run that trains nothing leaves the checkpoint at --out as it was. The numbered
-# examples end a failed rendezvous with one line and status 1, not an abort.
+# --out, a --resume checkpoint or a --data file that is not there; and a run that trains nothing
+# leaves the checkpoint at --out as it was. The numbered examples end a failed rendezvous with one
+# line and status 1, not an abort.
 # Usage: bad_flags_test.sh BIN_DIR
 set -eu
 bin=$1
@@ -34,6 +35,8 @@ expect_usage "--temperature: inf is not a number > 0" "$bin/train_gpt" $quick --
 expect_usage "--save_every 1 writes the checkpoint named by --out" "$bin/train_gpt" $quick --save_every 1
 expect_usage "--log $dir/no/log.jsonl: there is no directory $dir/no" "$bin/train_gpt" $quick --log "$dir/no/log.jsonl"
 expect_usage "--out $dir: is a directory, not a file" "$bin/train_gpt" $quick --out "$dir"
+expect_usage "--resume $dir/none.safetensors: no such checkpoint file" "$bin/train_gpt" $quick --resume "$dir/none.safetensors"
+expect_usage "/dev/null: not a regular file" "$bin/train_gpt" --data /dev/null --config tiny --max_iters 2
 expect_usage "--lr: nan is not a number >= 0" "$bin/train_mlp" --lr nan
 expect_usage "--batch-size: 0 is not a whole number >= 1" "$bin/train_mlp" --batch-size 0
 expect_usage "--out $dir/no/mlp.safetensors: there is no directory" "$bin/train_mlp" --out "$dir/no/mlp.safetensors"
