@@ -147,13 +147,18 @@ int main(int argc, char** argv) {
   app.add_option("--threads", threads, "BLAS threads (CPU), 1 or more")->check(ringgrad::cli::at_least(1));
   app.add_option("--min-seconds", min_seconds, "Time spent per measurement, seconds > 0")->check(ringgrad::cli::kPositive);
   if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
-  set_num_threads(threads);
   set_matmul_precision(parse_matmul_precision(dtype));
   Device device;
   try {
     device = Device::parse(device_name);
   } catch (const std::invalid_argument& e) {
     fmt::print(stderr, "gemm_bench: --device: {}\n", e.what());
+    return 2;
+  }
+  try {
+    set_num_threads(threads);
+  } catch (const std::invalid_argument& e) {  // a bad RINGGRAD_ONEDNN
+    fmt::print(stderr, "gemm_bench: {}\n", e.what());
     return 2;
   }
   if (device.is_cpu()) {

@@ -34,6 +34,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/numbers.h"
 #include "cli/parse.h"
 #include "tensor/gemm.h"
 #include "tensor/onednn.h"
@@ -186,12 +187,18 @@ int main(int argc, char** argv) {
   int rounds = 5;
   double min_seconds = 0.05;
   CLI::App app{"The CPU GEMM libraries on one GPT step's GEMMs (single-threaded)"};
-  app.add_option("--batch", model.batch, "Sequences per step (per rank)")->capture_default_str();
-  app.add_option("--block_size", model.block_size, "Context length T")->capture_default_str();
-  app.add_option("--n_embd", model.n_embd, "Width C")->capture_default_str();
-  app.add_option("--n_head", model.n_head, "Heads (C must divide by it)")->capture_default_str();
-  app.add_option("--n_layer", model.n_layer, "Blocks")->capture_default_str();
-  app.add_option("--vocab", model.vocab, "Vocabulary (the head's width)")->capture_default_str();
+  app.add_option("--batch", model.batch, "Sequences per step (per rank)")
+      ->check(ringgrad::cli::at_least(1))->capture_default_str();
+  app.add_option("--block_size", model.block_size, "Context length T")
+      ->check(ringgrad::cli::at_least(1))->capture_default_str();
+  app.add_option("--n_embd", model.n_embd, "Width C")
+      ->check(ringgrad::cli::at_least(1))->capture_default_str();
+  app.add_option("--n_head", model.n_head, "Heads (C must divide by it)")
+      ->check(ringgrad::cli::at_least(1))->capture_default_str();
+  app.add_option("--n_layer", model.n_layer, "Blocks")
+      ->check(ringgrad::cli::at_least(1))->capture_default_str();
+  app.add_option("--vocab", model.vocab, "Vocabulary (the head's width)")
+      ->check(ringgrad::cli::at_least(1))->capture_default_str();
   app.add_option("--rounds", rounds, "Interleaved rounds (the median is reported)")->check(CLI::PositiveNumber);
   app.add_option("--min-seconds", min_seconds, "Time per measurement")->check(CLI::PositiveNumber);
   std::vector<std::string> only;
@@ -206,7 +213,12 @@ int main(int argc, char** argv) {
   // environment as they load, unless the user set them.
   setenv("OMP_NUM_THREADS", "1", 0);  // before any library loads (an OpenMP OpenBLAS would read it)
   setenv("BLIS_NUM_THREADS", "1", 0);
-  ringgrad::set_num_threads(1);
+  try {
+    ringgrad::set_num_threads(1);
+  } catch (const std::invalid_argument& e) {  // a bad RINGGRAD_ONEDNN
+    fmt::print(stderr, "gemm_libraries: {}\n", e.what());
+    return 2;
+  }
   const std::vector<GemmShape> shapes = step_shapes(model);
   std::vector<Library> libs = load_libraries();
   std::erase_if(libs, [&](const Library& l) {  // OpenBLAS's name goes on with its kernels'

@@ -175,11 +175,14 @@ int main(int argc, char** argv) {
     return 1;
   }
   set_matmul_precision(parse_matmul_precision(o.dtype));
-  set_num_threads(o.threads);
   try {
+    set_num_threads(o.threads);
     return bench(o, cfg, device);
   } catch (const nn::data::DataError& e) {  // a --data file that is empty, unreadable or too short
     fmt::print(stderr, "train_bench: --data: {}\n", e.what());
+    return 2;
+  } catch (const std::invalid_argument& e) {  // a bad RINGGRAD_ONEDNN
+    fmt::print(stderr, "train_bench: {}\n", e.what());
     return 2;
   } catch (const std::exception& e) {  // out of memory, a CUDA error
     fmt::print(stderr, "train_bench: {}\n", e.what());

@@ -137,6 +137,11 @@ std::vector<FlightRecorder::Entry> FlightRecorder::entries() const {
   return out;
 }
 
+std::uint64_t FlightRecorder::recorded() const {
+  std::lock_guard lock(mutex_);
+  return recorded_;
+}
+
 std::string FlightRecorder::json() const {
   nlohmann::json j{{"rank", job_rank_}, {"who", who_}, {"entries", nlohmann::json::array()}};
   for (const Entry& e : entries())

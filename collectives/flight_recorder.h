@@ -55,6 +55,10 @@ class FlightRecorder {
   std::vector<Entry> entries() const;
   std::string json() const;
   const std::string& who() const { return who_; }
+  /// How many collectives were queued so far (the next sequence number; 0 while recording is
+  /// off), and the most kept.
+  std::uint64_t recorded() const;
+  std::size_t capacity() const { return capacity_; }
   /// Writes json() to RINGGRAD_FLIGHT_RECORDER_DIR/rank<job rank>-<n>.json when that is set;
   /// returns the path, or "" when not written.
   std::string dump() const;

@@ -52,6 +52,9 @@ void gemm_bfloat16_emulated(const GemmArgs<float>& g) {
 
 template <typename T>
 CpuGemmLibrary cpu_gemm_library(const GemmArgs<T>& g) {
+  // An empty product only scales C by beta (BLAS's rule for K = 0), which oneDNN's sgemm skips:
+  // the reference kernel does it, at no cost worth a library call.
+  if (g.m == 0 || g.n == 0 || g.k == 0) return CpuGemmLibrary::kReference;
   if constexpr (std::is_same_v<T, float>) {
     // Sorted by size and transposition, not by caller (tensor/onednn.h says what was measured).
     const double multiply_adds = static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);

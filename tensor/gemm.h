@@ -48,7 +48,8 @@ enum class CpuGemmLibrary { kReference, kOpenBlas, kOneDnn };
 /// Which library gemm() runs `g` on: oneDNN's sgemm for a float32 product it runs faster
 /// (onednn_runs_faster: with AVX-512 kernels those of more than 2^20 multiply-adds, with AVX2
 /// ones the smaller products and the NN ones) after set_num_threads(1), where onednn_sgemm() is
-/// not null (tensor/onednn.h); otherwise OpenBLAS when it loads, else the reference kernel.
+/// not null (tensor/onednn.h); otherwise OpenBLAS when it loads, else the reference kernel,
+/// which also takes every empty product (M, N or K zero: C becomes beta C, as BLAS says).
 template <typename T>
 CpuGemmLibrary cpu_gemm_library(const GemmArgs<T>& g);
 /// "oneDNN", "OpenBLAS" or "reference".

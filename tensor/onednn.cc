@@ -1,13 +1,17 @@
 // Loading oneDNN with dlopen, where its kernels are AVX2 or AVX-512 ones, with OpenMP held at one
-// thread (OMP_NUM_THREADS=1 for the load, the way openblas.cc names OpenBLAS's kernels for its
-// load), and the products it runs faster than OpenBLAS.
+// thread and binding none (its variables set for the load, the way openblas.cc names OpenBLAS's
+// kernels for its load), and the products it runs faster than OpenBLAS.
 #include "tensor/onednn.h"
 
 #include <dlfcn.h>
 
+#include <fmt/format.h>
+
+#include <array>
 #include <cstdlib>
 #include <cstring>
 #include <optional>
+#include <stdexcept>
 #include <string>
 
 namespace ringgrad::kernels {
@@ -23,24 +27,41 @@ struct Loaded {
   bool avx512 = false;
 };
 
-// OpenMP reads its thread count as it loads: 1 for the load, then the caller's value back.
-void* open_with_one_openmp_thread() {
-  const char* old = std::getenv("OMP_NUM_THREADS");
-  const std::optional<std::string> saved = old ? std::optional<std::string>(old) : std::nullopt;
+// libgomp reads its settings once, as it loads: a thread count, and where to bind threads. For the
+// load, one thread and no binding; then the caller's values back. OMP_PROC_BIND, OMP_PLACES or
+// GOMP_CPU_AFFINITY would otherwise pin the loading thread, and every thread it starts later, to
+// one CPU: two ranks on two cores would then share the first.
+void* open_with_one_unbound_openmp_thread() {
+  constexpr std::array<const char*, 4> kNames = {"OMP_NUM_THREADS", "OMP_PROC_BIND", "OMP_PLACES", "GOMP_CPU_AFFINITY"};
+  std::array<std::optional<std::string>, kNames.size()> saved;
+  for (std::size_t i = 0; i < kNames.size(); ++i) {
+    if (const char* value = std::getenv(kNames[i])) saved[i] = value;
+    unsetenv(kNames[i]);
+  }
   setenv("OMP_NUM_THREADS", "1", 1);
   void* lib = dlopen("libdnnl.so.2", RTLD_NOW | RTLD_LOCAL);
-  if (saved) {
-    setenv("OMP_NUM_THREADS", saved->c_str(), 1);
-  } else {
-    unsetenv("OMP_NUM_THREADS");
+  for (std::size_t i = 0; i < kNames.size(); ++i) {
+    if (saved[i]) {
+      setenv(kNames[i], saved[i]->c_str(), 1);
+    } else {
+      unsetenv(kNames[i]);
+    }
   }
   return lib;
 }
 
-Loaded load() {
+// RINGGRAD_ONEDNN: unset or "1" lets gemm() use oneDNN, "0" keeps every product on OpenBLAS.
+bool onednn_allowed() {
   const char* env = std::getenv("RINGGRAD_ONEDNN");
-  if ((env != nullptr && std::strcmp(env, "0") == 0) || !__builtin_cpu_supports("avx2")) return {};
-  void* lib = open_with_one_openmp_thread();
+  if (env == nullptr || std::strcmp(env, "1") == 0) return true;
+  if (std::strcmp(env, "0") == 0) return false;
+  throw std::invalid_argument(fmt::format("RINGGRAD_ONEDNN={}: must be 0 (OpenBLAS runs every product) or 1 (the "
+                                          "default: oneDNN runs the products it runs faster)", env));
+}
+
+Loaded load() {
+  if (!onednn_allowed() || !__builtin_cpu_supports("avx2")) return {};
+  void* lib = open_with_one_unbound_openmp_thread();
   if (lib == nullptr) return {};
   auto isa = reinterpret_cast<unsigned (*)()>(dlsym(lib, "dnnl_get_effective_cpu_isa"));
   auto sgemm = reinterpret_cast<DnnlSgemm>(dlsym(lib, "dnnl_sgemm"));

@@ -35,9 +35,11 @@ inline constexpr double kOneDnnMinMultiplyAdds = 1 << 20;
 /// dnnl_sgemm, or null: when RINGGRAD_ONEDNN is "0", when the CPU has no AVX2, when
 /// libdnnl.so.2 (Debian's libdnnl2) does not load, when its kernels are below AVX2
 /// (DNNL_MAX_CPU_ISA=AVX, say), or when OpenMP was already loaded with more than one thread.
-/// The first call loads the library, setting OMP_NUM_THREADS=1 for the load (the caller's
-/// value comes back after it): set_num_threads(1) makes that call early, before a program starts
-/// threads that might read the environment. Later calls return the same answer.
+/// The first call loads the library, setting OMP_NUM_THREADS=1 and unsetting OMP_PROC_BIND,
+/// OMP_PLACES and GOMP_CPU_AFFINITY for the load (the caller's values come back after it, and no
+/// thread is pinned): set_num_threads(1) makes that call early, before a program starts threads
+/// that might read the environment. Later calls return the same answer. Throws
+/// std::invalid_argument when RINGGRAD_ONEDNN is set to anything but "0" or "1".
 DnnlSgemm onednn_sgemm();
 
 /// Whether the kernels behind onednn_sgemm() are AVX-512 ones (else AVX2 ones; false where it is

@@ -475,7 +475,11 @@ int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vect
     const transport::Config config = transport::Config::from_env();
     // Rank 0 writes the rows and the timeline: a path it cannot write is found now, not after the
     // sweep (and an earlier file there stays as it is until the new one replaces it).
-    for (const auto& [flag, path] : {std::pair{"--json", o.json}, std::pair{"--trace", o.trace}}) {
+    if (!o.json.empty() && o.json == o.trace) {
+      throw std::invalid_argument(fmt::format("--json and --trace both name {}: the timeline would replace the rows", o.json));
+    }
+    const std::string svg = o.trace.empty() ? "" : o.trace + ".svg";  // the timeline's picture, beside it
+    for (const auto& [flag, path] : {std::pair{"--json", o.json}, std::pair{"--trace", o.trace}, std::pair{"--trace", svg}}) {
       if (config.rank != 0 || path.empty()) continue;
       if (const std::string why = cli::why_unwritable(path); !why.empty())
         throw std::invalid_argument(fmt::format("{} {}: {}", flag, path, why));

@@ -97,8 +97,8 @@ std::string find_default_data(const std::string& relative) {
 std::string resume_path(const Paths& paths) {
   if (paths.resume.empty()) return "";
   if (paths.resume != "auto") {
-    if (!std::filesystem::is_regular_file(paths.resume)) {
-      throw std::invalid_argument(fmt::format("--resume {}: no such checkpoint file", paths.resume));
+    if (const std::string why = ringgrad::cli::why_unreadable(paths.resume); !why.empty()) {
+      throw std::invalid_argument(fmt::format("--resume {}: {}", paths.resume, why));
     }
     return paths.resume;
   }
@@ -540,8 +540,8 @@ int main(int argc, char** argv) {
       fmt::print(stderr, "train_gpt: {}\n", e.what());
       return 2;
     }
-    set_num_threads(threads);
     try {
+      set_num_threads(threads);
       return examples::train_model_parallel(cfg, paths.data, mp);
     } catch (const std::exception& e) {
       fmt::print(stderr, "train_gpt: {}\n", e.what());
@@ -549,8 +549,8 @@ int main(int argc, char** argv) {
     }
   }
 
-  set_num_threads(threads);
   try {
+    set_num_threads(threads);  // throws std::invalid_argument on a bad RINGGRAD_ONEDNN
     return train(cfg, paths, sampling, dist, placement);
   } catch (const nn::data::DataError& e) {
     fmt::print(stderr, "train_gpt: {}\n", e.what());

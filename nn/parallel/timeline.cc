@@ -74,6 +74,21 @@ std::pair<double, double> clock_offset(Communicator& world) {
   return {offset, error};
 }
 
+// Says so on stderr when the flight record of a traced communicator no longer holds every
+// collective since start(): the timeline then shows only the last ones.
+void note_dropped(const FlightRecorder& recorder, std::uint64_t first_seq, const std::vector<FlightRecorder::Entry>& kept) {
+  if (recorder.capacity() == 0) {
+    fmt::print(stderr, "timeline: {}: RINGGRAD_FLIGHT_RECORDER_ENTRIES=0 turns the flight record off, so the "
+                       "timeline shows none of its collectives\n", recorder.who());
+    return;
+  }
+  const std::uint64_t oldest = kept.empty() ? recorder.recorded() : kept.front().seq;
+  if (oldest <= first_seq) return;
+  fmt::print(stderr, "timeline: {}: ran {} collectives while tracing, of which the flight record kept the last {} "
+                     "(RINGGRAD_FLIGHT_RECORDER_ENTRIES={}): the timeline starts at #{}\n", recorder.who(),
+             recorder.recorded() - first_seq, recorder.recorded() - oldest, recorder.capacity(), oldest);
+}
+
 }  // namespace
 
 Timeline::Timeline(Communicator& world, std::vector<const Communicator*> traced)
@@ -83,7 +98,10 @@ void Timeline::start(Module* model) {
   if (model != nullptr) model->set_trace_names();
   trace::start();
   start_us_ = trace::now_us();
+  first_seq_.clear();
+  for (const Communicator* comm : traced_) first_seq_.push_back(comm->flight_recorder().recorded());
 }
+
 
 TimelineSummary Timeline::write(const std::string& path) {
   trace::stop();
@@ -102,9 +120,12 @@ TimelineSummary Timeline::write(const std::string& path) {
   for (const trace::Event& e : trace::take())
     events.push_back(span(e.name, e.category, rank, e.tid, aligned(e.t0_us), aligned(e.t1_us)));
   std::map<int, std::string> workers;
-  for (const Communicator* comm : traced_) {
+  for (std::size_t i = 0; i < traced_.size(); ++i) {
+    const Communicator* comm = traced_[i];
     const FlightRecorder& recorder = comm->flight_recorder();
-    for (const FlightRecorder::Entry& c : recorder.entries()) {
+    const std::vector<FlightRecorder::Entry> kept = recorder.entries();
+    note_dropped(recorder, i < first_seq_.size() ? first_seq_[i] : 0, kept);
+    for (const FlightRecorder::Entry& c : kept) {
       if (c.started_s * 1e6 < start_us_ || c.started_s == 0) continue;
       const double end = c.ended_s > 0 ? c.ended_s * 1e6 : end_us;  // one still running ends at the write
       json s = span(fmt::format("{} #{}", collectives::coll_name(c.kind), c.seq), "collective", rank, c.thread,

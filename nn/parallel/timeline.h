@@ -50,6 +50,7 @@ class Timeline {
   collectives::Communicator& world_;
   std::vector<const collectives::Communicator*> traced_;
   double start_us_ = 0;
+  std::vector<std::uint64_t> first_seq_;  // per traced communicator: its next collective at start()
 };
 
 /// --trace FILE in a training loop: traces iterations [first, first + count) and writes FILE

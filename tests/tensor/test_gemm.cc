@@ -1,10 +1,14 @@
 // The BLAS GEMM and oneDNN's against the reference kernel, gemm()'s choice between them, and
 // matmul's shape handling against loops.
 #include <catch2/catch.hpp>
+#include <sched.h>
 
 #include <array>
 #include <cmath>
+#include <cstdlib>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 #include "tensor/gemm.h"
 #include "tensor/matmul.h"
@@ -63,6 +67,39 @@ TEST_CASE("batched matmul broadcasts batch dims and reads transposed views") {
           for (int p = 0; p < 5; ++p) s += av[static_cast<std::size_t>(x * 20 + i * 5 + p)] * bv[static_cast<std::size_t>(y * 30 + j * 5 + p)];
           REQUIRE(cv[static_cast<std::size_t>(((x * 3 + y) * 4 + i) * 6 + j)] == Approx(s).epsilon(1e-12));
         }
+}
+
+TEST_CASE("gemm() hands oneDNN no empty product: with K = 0, C becomes beta C") {
+  set_num_threads(1);  // where oneDNN loads, it would otherwise be asked
+  std::vector<float> a(16, 1.0f), b(16, 1.0f);
+  for (const float beta : {0.0f, 0.5f}) {
+    INFO("beta " << beta);
+    std::vector<float> c(16, beta == 0 ? std::nanf("") : 2.0f);  // beta = 0 must not read C
+    const k::GemmArgs<float> g{false, false, 4, 4, 0, 1.0f, a.data(), 1, b.data(), 4, beta, c.data(), 4};
+    REQUIRE(k::cpu_gemm_library(g) == k::CpuGemmLibrary::kReference);
+    k::gemm(g);
+    REQUIRE(c == std::vector<float>(16, beta * 2.0f));
+  }
+  std::vector<float> c(16, 3.0f);  // M = 0: nothing to write
+  k::gemm(k::GemmArgs<float>{false, false, 0, 4, 4, 1.0f, a.data(), 4, b.data(), 4, 0.0f, c.data(), 4});
+  REQUIRE(c == std::vector<float>(16, 3.0f));
+}
+
+TEST_CASE("loading oneDNN pins no thread, whatever OMP_PROC_BIND says") {
+  cpu_set_t before, after;
+  REQUIRE(sched_getaffinity(0, sizeof before, &before) == 0);
+  if (CPU_COUNT(&before) < 2) {
+    WARN("skipped: this process may run on one CPU only, so a pinned thread looks like any other");
+    return;
+  }
+  // libgomp, which oneDNN loads, would bind the loading thread to the first place.
+  setenv("OMP_PROC_BIND", "true", 1);
+  setenv("OMP_PLACES", "cores", 1);
+  set_num_threads(1);  // loads oneDNN where it is there (ctest runs each case in a process of its own)
+  REQUIRE(sched_getaffinity(0, sizeof after, &after) == 0);
+  REQUIRE(CPU_EQUAL(&before, &after));
+  REQUIRE(std::string(std::getenv("OMP_PROC_BIND")) == "true");  // the caller's settings, back
+  REQUIRE(std::string(std::getenv("OMP_PLACES")) == "cores");
 }
 
 TEST_CASE("matmul names both shapes when they do not fit") {
