@@ -3,6 +3,8 @@
 
 #include "transport/transport.h"
 
+#include <unistd.h>
+
 #include <exception>
 
 #include <thread>
@@ -65,9 +67,11 @@ Engine::Engine(const Config& config) : config_(validated(config)) {
     try {
       server_ = std::make_unique<StoreServer>(config_.master_port, config_.job_id);
     } catch (const TransportError& e) {
-      throw TransportError(fmt::format("ringgrad transport: rank 0: cannot serve the rendezvous store: {} (MASTER_PORT is "
-                                       "taken: by another job or program, or by a second process with RANK=0?)",
-                                       e.what()));
+      const bool privileged = config_.master_port < 1024 && ::geteuid() != 0;
+      throw TransportError(fmt::format("ringgrad transport: rank 0: cannot serve the rendezvous store: {} ({})", e.what(),
+                                       privileged ? "ports below 1024 need root: choose a MASTER_PORT from 1024 up"
+                                                  : "MASTER_PORT is taken: by another job or program, or by a "
+                                                    "second process with RANK=0?"));
     }
   }
   const uint16_t store_port = server_ ? server_->port() : config_.master_port;  // a lone rank 0 may use any port

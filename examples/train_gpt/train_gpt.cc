@@ -230,6 +230,10 @@ int train(nn::TrainConfig cfg, const Paths& paths, const Sampling& sampling, con
     state = nn::checkpoint_state(acc.load(*dp, resume), resume);
     default_generator() = state.dropout_gen;
     acc.print("resumed from {} at iter {}\n", resume, state.iter);
+    if (dist.time_budget == 0 && state.iter >= cfg.max_iters) {
+      acc.print("the checkpoint is at iteration {}, not before --max_iters {}: nothing to train, only the evaluation; "
+                "raise --max_iters to go on\n", state.iter, cfg.max_iters);
+    }
   }
   std::ofstream log;
   if (!paths.log.empty() && acc.is_main_process()) {
