@@ -102,7 +102,6 @@ void Timeline::start(Module* model) {
   for (const Communicator* comm : traced_) first_seq_.push_back(comm->flight_recorder().recorded());
 }
 
-
 TimelineSummary Timeline::write(const std::string& path) {
   trace::stop();
   const double end_us = trace::now_us();
