@@ -187,18 +187,21 @@ int main(int argc, char** argv) {
   int rounds = 5;
   double min_seconds = 0.05;
   CLI::App app{"The CPU GEMM libraries on one GPT step's GEMMs (single-threaded)"};
-  app.add_option("--batch", model.batch, "Sequences per step (per rank)")
-      ->check(ringgrad::cli::at_least(1))->capture_default_str();
-  app.add_option("--block_size", model.block_size, "Context length T")
-      ->check(ringgrad::cli::at_least(1))->capture_default_str();
-  app.add_option("--n_embd", model.n_embd, "Width C")
-      ->check(ringgrad::cli::at_least(1))->capture_default_str();
-  app.add_option("--n_head", model.n_head, "Heads (C must divide by it)")
-      ->check(ringgrad::cli::at_least(1))->capture_default_str();
-  app.add_option("--n_layer", model.n_layer, "Blocks")
-      ->check(ringgrad::cli::at_least(1))->capture_default_str();
-  app.add_option("--vocab", model.vocab, "Vocabulary (the head's width)")
-      ->check(ringgrad::cli::at_least(1))->capture_default_str();
+  // The model's sizes, each a whole number of at least 1.
+  struct SizeFlag {
+    const char* name;
+    std::int64_t* value;
+    const char* help;
+  };
+  const SizeFlag size_flags[] = {{"--batch", &model.batch, "Sequences per step (per rank)"},
+                                 {"--block_size", &model.block_size, "Context length T"},
+                                 {"--n_embd", &model.n_embd, "Width C"},
+                                 {"--n_head", &model.n_head, "Heads (C must divide by it)"},
+                                 {"--n_layer", &model.n_layer, "Blocks"},
+                                 {"--vocab", &model.vocab, "Vocabulary (the head's width)"}};
+  for (const SizeFlag& f : size_flags) {
+    app.add_option(f.name, *f.value, f.help)->check(ringgrad::cli::at_least(1))->capture_default_str();
+  }
   app.add_option("--rounds", rounds, "Interleaved rounds (the median is reported)")->check(CLI::PositiveNumber);
   app.add_option("--min-seconds", min_seconds, "Time per measurement")->check(CLI::PositiveNumber);
   std::vector<std::string> only;
