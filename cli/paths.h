@@ -1,6 +1,5 @@
-// Paths checked before a program starts work: a run that trains for an hour and then cannot
-// write its checkpoint or log has lost the hour, and one that cannot read its input should say
-// why at once.
+// Output paths checked before a program starts work: a run that trains for an hour and then
+// cannot write its checkpoint or log has lost the hour.
 #pragma once
 
 #include <unistd.h>
@@ -23,19 +22,6 @@ inline std::string why_unwritable(const std::string& path) {
   // Both: a checkpoint is written beside the file and renamed over it, a log appended to it.
   if (::access(dir.c_str(), W_OK) != 0) return "its directory " + dir.string() + " is not writable";
   if (fs::exists(file, ec) && ::access(path.c_str(), W_OK) != 0) return "the file is not writable";
-  return "";
-}
-
-/// Why this process could not read the file at `path` (it is not there, is a directory or not a
-/// regular file, or may not be read), or "" when it could.
-inline std::string why_unreadable(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  if (!fs::exists(status)) return "no such file";
-  if (fs::is_directory(status)) return "is a directory, not a file";
-  if (!fs::is_regular_file(status)) return "not a regular file (a device, pipe or socket)";
-  if (::access(path.c_str(), R_OK) != 0) return "the file is not readable";
   return "";
 }
 

@@ -97,8 +97,10 @@ std::string find_default_data(const std::string& relative) {
 std::string resume_path(const Paths& paths) {
   if (paths.resume.empty()) return "";
   if (paths.resume != "auto") {
-    if (const std::string why = ringgrad::cli::why_unreadable(paths.resume); !why.empty()) {
-      throw std::invalid_argument(fmt::format("--resume {}: {}", paths.resume, why));
+    try {
+      nn::data::require_file(paths.resume);
+    } catch (const nn::data::DataError& e) {
+      throw std::invalid_argument(fmt::format("--resume {}", e.what()));
     }
     return paths.resume;
   }

@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 #include <zlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <memory>
@@ -38,6 +39,7 @@ void require_file(const std::string& path) {
   if (std::filesystem::is_directory(path)) throw DataError(path + ": is a directory, not a file");
   if (!std::filesystem::exists(path)) throw DataError(path + ": no such file");
   if (!std::filesystem::is_regular_file(path)) throw DataError(path + ": not a regular file (a device, pipe or socket)");
+  if (::access(path.c_str(), R_OK) != 0) throw DataError(path + ": the file is not readable");
 }
 
 IdxArray read_idx(const std::string& path) {

@@ -17,8 +17,9 @@ class DataError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-/// Throws DataError unless `path` is a regular file: "PATH: no such file", "PATH: is a
-/// directory, not a file", or "PATH: not a regular file" (a device, pipe or socket).
+/// Throws DataError unless `path` is a regular file this process may read: "PATH: no such
+/// file", "PATH: is a directory, not a file", "PATH: not a regular file" (a device, pipe or
+/// socket), or "PATH: the file is not readable".
 void require_file(const std::string& path);
 
 /// An unsigned-byte IDX array.
