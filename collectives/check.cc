@@ -119,7 +119,7 @@ Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo
   CallHeader& h = d.head;
   h.seq = seq;
   h.count = args.count;
-  h.chunk_bytes = chunk_bytes;
+  h.chunk_bytes = static_cast<uint32_t>(chunk_bytes);
   h.root = has_root(kind) ? args.root : -1;
   h.kind = static_cast<uint8_t>(kind);
   h.dtype = kind == CollKind::kBarrier ? 0 : static_cast<uint8_t>(args.dtype);

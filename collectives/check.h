@@ -1,5 +1,5 @@
 // The argument check: each rank validates its own buffers, then (unless turned off) every
-// rank sends a one-cache-line header of its call to every other and all compare, so ranks that
+// rank sends a 48-byte header of its call to every other and all compare, so ranks that
 // disagree on kind, count, dtype, op, root, algorithm, chunk size or backend all throw the same
 // named error. Only when the headers disagree (or a rank's call is invalid) do the ranks
 // exchange the full descriptors that name the mismatch. A one-shot all-reduce carries its
@@ -22,24 +22,25 @@ namespace ringgrad::collectives {
 /// The tag of the check's messages (collectives use their sequence number, send/recv bit 63).
 constexpr uint64_t kCheckTag = uint64_t{1} << 62;
 
-/// Bytes of call data a header carries: 6 float32, 3 float64.
-constexpr std::size_t kHeaderData = 24;
+/// Bytes of call data a header carries: 4 float32, 2 float64.
+constexpr std::size_t kHeaderData = 16;
 
-/// One rank's view of a collective call, as first sent to the others: one cache line, the
-/// same size whatever the call, so ranks that disagree still exchange them cleanly.
+/// One rank's view of a collective call, as first sent to the others: 48 bytes whatever the
+/// call, so ranks that disagree still exchange them cleanly, and few enough to cross shared
+/// memory inside one cache line with the piece's number (links/shm_peers.h: kShmInlineBytes).
 struct CallHeader {
   uint64_t seq;
   uint64_t count;
-  uint64_t chunk_bytes;
-  int32_t root;  // -1 when the collective has none
+  uint32_t chunk_bytes;  // at most 1 GiB (comm_options.h)
+  int32_t root;          // -1 when the collective has none
   uint8_t kind, dtype, op, algo;  // op 255 when the collective has none
   uint8_t on_device;              // 1: device buffers, 0: host memory
   uint8_t invalid;                // 1: this rank's call is invalid (the descriptor says why)
   uint8_t by_mpi;                 // 1: MPI moves this call's data (RINGGRAD_BACKEND=mpi)
-  uint8_t unused[5];              // zero: the fields above are compared byte for byte
+  uint8_t unused;                 // zero: the fields above are compared byte for byte
   alignas(8) std::byte data[kHeaderData];  // this rank's input when carries_data()
 };
-static_assert(sizeof(CallHeader) == 64);
+static_assert(sizeof(CallHeader) == 48);
 
 /// The header and, for an invalid call, why: sent only when the headers disagree.
 struct Descriptor {

@@ -54,13 +54,17 @@ ShmLink::ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t seq,
 
 bool ShmLink::advance_send(Outgoing& out) {
   ShmInbox& box = peers_.inbox(out.to, rank());
-  const std::uint32_t written = box.sender.written;  // only this rank writes it
-  if (written - std::atomic_ref(box.receiver.consumed).load(std::memory_order_acquire) == kShmSlots) return false;
+  ShmPeers::Sent& sent = peers_.sent(out.to);
+  if (sent.written - sent.consumed == kShmSlots) {  // full when last looked: look again
+    sent.consumed = std::atomic_ref(box.receiver.consumed).load(std::memory_order_acquire);
+    if (sent.written - sent.consumed == kShmSlots) return false;
+  }
   const std::size_t n = std::min(chunk_bytes(), out.bytes - out.done);
-  std::memcpy(peers_.slot(out.to, rank(), written), out.src + out.done, n);
-  box.sender.piece_bytes[written % kShmSlots] = static_cast<std::uint32_t>(n);
-  box.sender.piece_tag[written % kShmSlots] = tag_;
-  std::atomic_ref(box.sender.written).store(written + 1, std::memory_order_release);
+  ShmInbox::Head& head = box.heads[sent.written % kShmSlots];
+  std::memcpy(n <= kShmInlineBytes ? head.data : peers_.slot(out.to, rank(), sent.written), out.src + out.done, n);
+  head.bytes = static_cast<std::uint32_t>(n);
+  head.tag = tag_;
+  std::atomic_ref(head.number).store(++sent.written, std::memory_order_release);
   peers_.ring(out.to);
   out.done += n;
   return true;
@@ -69,17 +73,17 @@ bool ShmLink::advance_send(Outgoing& out) {
 bool ShmLink::advance_recv(Incoming& in) {
   ShmInbox& box = peers_.inbox(rank(), in.from);
   const std::uint32_t consumed = box.receiver.consumed;  // only this rank writes it
-  if (std::atomic_ref(box.sender.written).load(std::memory_order_acquire) == consumed) return false;
+  const ShmInbox::Head& head = box.heads[consumed % kShmSlots];
+  if (std::atomic_ref(head.number).load(std::memory_order_acquire) != consumed + 1) return false;
   const std::size_t n = std::min(chunk_bytes(), in.bytes - in.done);
-  if (box.sender.piece_tag[consumed % kShmSlots] != tag_)
+  if (head.tag != tag_)
     throw transport::TransportError(fmt::format("rank {}: rank {} sent a piece of operation {:#x}, expected {:#x} (the "
                                                 "ranks disagree on the order of collectives)", rank(), in.from,
-                                                box.sender.piece_tag[consumed % kShmSlots], tag_));
-  if (box.sender.piece_bytes[consumed % kShmSlots] != n)
+                                                head.tag, tag_));
+  if (head.bytes != n)
     throw transport::TransportError(fmt::format("rank {}: rank {} sent a piece of {} bytes, expected {} (the ranks "
-                                                "disagree on the collective)", rank(), in.from,
-                                                box.sender.piece_bytes[consumed % kShmSlots], n));
-  const std::byte* piece = peers_.slot(rank(), in.from, consumed);
+                                                "disagree on the collective)", rank(), in.from, head.bytes, n));
+  const std::byte* piece = n <= kShmInlineBytes ? head.data : peers_.slot(rank(), in.from, consumed);
   if (in.a == nullptr)
     std::memcpy(in.dst + in.done, piece, n);
   else
@@ -92,13 +96,15 @@ bool ShmLink::advance_recv(Incoming& in) {
 
 bool ShmLink::ready(const Outgoing& out, const Incoming& in) const {
   if (out.done < out.bytes) {
-    ShmInbox& box = peers_.inbox(out.to, rank());
-    if (box.sender.written - std::atomic_ref(box.receiver.consumed).load(std::memory_order_acquire) < kShmSlots)
-      return true;
+    const std::uint32_t consumed =
+        std::atomic_ref(peers_.inbox(out.to, rank()).receiver.consumed).load(std::memory_order_acquire);
+    if (peers_.sent(out.to).written - consumed < kShmSlots) return true;
   }
   if (in.done < in.bytes) {
     ShmInbox& box = peers_.inbox(rank(), in.from);
-    if (std::atomic_ref(box.sender.written).load(std::memory_order_acquire) != box.receiver.consumed) return true;
+    const std::uint32_t consumed = box.receiver.consumed;
+    if (std::atomic_ref(box.heads[consumed % kShmSlots].number).load(std::memory_order_acquire) == consumed + 1)
+      return true;
   }
   return false;
 }

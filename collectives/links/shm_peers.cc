@@ -18,7 +18,7 @@ namespace {
 
 static_assert(sizeof(ShmInbox) % 64 == 0 && sizeof(ShmDoorbell) == 64);
 
-// A segment: the doorbell, p inbox headers (one per sender; the owner's own is unused), then
+// A segment: the doorbell, p inboxes' heads (one inbox per sender; the owner's own is unused), then
 // p x kShmSlots slots. Every offset is a multiple of 64 bytes.
 std::size_t headers_bytes(int p) { return sizeof(ShmDoorbell) + static_cast<std::size_t>(p) * sizeof(ShmInbox); }
 std::size_t segment_bytes(int p, std::size_t chunk) {
@@ -34,6 +34,7 @@ std::unique_ptr<ShmPeers> ShmPeers::connect(transport::Transport& transport, std
   const std::size_t bytes = segment_bytes(p, chunk_bytes);
   std::unique_ptr<ShmPeers> peers(new ShmPeers(p, chunk_bytes));
   peers->segments_.resize(static_cast<std::size_t>(p));
+  peers->sent_.resize(static_cast<std::size_t>(p));
   // Why this rank cannot use shared memory, empty when it can.
   std::string problem = enabled ? "" : fmt::format("rank {}: shared memory turned off (RINGGRAD_SHM=0)", r);
   if (problem.empty()) {

@@ -38,16 +38,24 @@ struct ShmAbort {
   std::uint64_t first = 0;
 };
 
+/// Bytes of a piece that cross inside its slot's head line (below): a piece this small reaches
+/// the receiver in one cache-line transfer, together with its number, size and tag.
+constexpr std::size_t kShmInlineBytes = 48;
+
+/// What one sender writes into one receiver's segment. The receiver writes `consumed` only.
 struct ShmInbox {
-  // One cache line: a receiver learns of a piece, its size and its tag in one transfer.
-  struct alignas(64) Sender {
-    std::uint32_t written;                // pieces put in
-    std::uint32_t piece_bytes[kShmSlots]; // size of the piece in each slot (chunks are <= 1 GiB)
-    std::uint64_t piece_tag[kShmSlots];   // the operation it belongs to (as TCP frames carry)
-  } sender;
-  static_assert(sizeof(Sender) == 64);
+  // A slot's head, one cache line: which piece the slot holds, its size, its operation's tag
+  // and, when it fits, the piece itself (a larger piece goes in the slot's chunk_bytes).
+  // `number` is stored last, with release: a receiver that sees it sees the rest.
+  struct alignas(64) Head {
+    std::uint32_t number;  // 1 + the piece's index in this inbox; 0 before the first piece
+    std::uint32_t bytes;   // its size (chunks are <= 1 GiB)
+    std::uint64_t tag;     // the operation it belongs to (as TCP frames carry)
+    std::byte data[kShmInlineBytes];  // the piece when bytes <= kShmInlineBytes
+  } heads[kShmSlots];
+  static_assert(sizeof(Head) == 64);
   struct alignas(64) Receiver {
-    std::uint32_t consumed;  // pieces taken out; slot k % kShmSlots is free again
+    std::uint32_t consumed;  // pieces taken out; piece k's slot (k % kShmSlots) is free again
   } receiver;
 };
 
@@ -79,6 +87,14 @@ class ShmPeers {
   /// What `rank`'s doorbell says failed, if anything.
   std::optional<ShmAbort> aborted(int rank) const;
 
+  /// This rank's own count of the pieces it put in `to`'s inbox, and the last `consumed` it read
+  /// there: the receiver's line is read again only when that one says the inbox is full, so a
+  /// small piece costs the sender no wait for it.
+  struct Sent {
+    std::uint32_t written = 0, consumed = 0;
+  };
+  Sent& sent(int to) { return sent_[static_cast<std::size_t>(to)]; }
+
  private:
   void wake(ShmDoorbell& bell) const;
   ShmPeers(int world_size, std::size_t chunk_bytes) : world_size_(world_size), chunk_bytes_(chunk_bytes) {}
@@ -86,6 +102,7 @@ class ShmPeers {
   std::size_t chunk_bytes_;
   int cpus_ = 1;
   std::vector<transport::SharedMemory> segments_;  // by rank, this rank's own included
+  std::vector<Sent> sent_;                         // by receiver
 };
 
 }  // namespace ringgrad::collectives

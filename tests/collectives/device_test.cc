@@ -18,6 +18,7 @@
 #include "collectives/device_check.h"
 #include "collectives/reference.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/require_all_ok.h"
 #if RINGGRAD_HAVE_CUDA
 #include "transport/cuda_ipc.h"
 #endif
@@ -72,11 +73,6 @@ bool gpus_for(Backend backend, int world_size) {
     return false;
   }
   return true;
-}
-
-void require_all_ok(const std::vector<RankResult>& results) {
-  INFO(describe(results));
-  for (const auto& r : results) CHECK(r.ok());
 }
 
 #if RINGGRAD_HAVE_CUDA

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "collectives/check.h"
 #include "collectives/communicator.h"
 #include "collectives/flight_recorder.h"
 #include "collectives/links/shm_link.h"
@@ -24,6 +25,7 @@
 #include "transport/cpus.h"
 #include "transport/transport.h"
 #include "tests/support/multiprocess.h"
+#include "tests/support/require_all_ok.h"
 
 namespace ringgrad::test {
 namespace {
@@ -47,11 +49,6 @@ void expect_error(const char* what, F call, const std::vector<std::string>& part
     return;
   }
   check(false, fmt::format("{}: no CollectiveError", what));
-}
-
-void require_all_ok(const std::vector<RankResult>& results) {
-  INFO(describe(results));
-  for (const auto& r : results) CHECK(r.ok());
 }
 
 }  // namespace
@@ -372,7 +369,7 @@ TEST_CASE("a first host collective that rides in the argument check still sets u
 
 // A one-shot all-reduce whose vector is too long for the check's header sends it right behind
 // the header (check.h: body_bytes): the sums must be the closed form's at every length around
-// the header's 24 bytes and the one piece of 128 KiB, out of place and in place, and ranks whose
+// the header's kHeaderData bytes and the one piece of 128 KiB, out of place and in place, and ranks whose
 // bodies differ in length must still get the named error and stay in step.
 TEST_CASE("vectors carried behind the check's header sum right, and bodies of different lengths are named", "[collectives]") {
   for (const bool shm : {true, false}) {
@@ -384,7 +381,8 @@ TEST_CASE("vectors carried behind the check's header sum right, and bodies of di
         Communicator comm(config, options);
         const int r = comm.rank();
         const float ranks_sum = static_cast<float>(p * (p + 1) / 2);
-        for (const std::size_t n : {6u, 7u, 1000u, 32768u, 32769u}) {
+        constexpr std::size_t in_header = collectives::kHeaderData / sizeof(float);
+        for (const std::size_t n : {in_header, in_header + 1, std::size_t{1000}, std::size_t{32768}, std::size_t{32769}}) {
           std::vector<float> x(n), y(n);
           for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<float>(i % 7) * static_cast<float>(r + 1);
           comm.all_reduce(Buffer{x.data(), n, DType::kFloat32}, Buffer{y.data(), n, DType::kFloat32}, ReduceOp::SUM,
