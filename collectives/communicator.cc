@@ -31,6 +31,7 @@ struct Work::State {
   bool done = false;
   double done_at_s = 0;
   std::exception_ptr error;
+  std::shared_ptr<std::atomic<int>> callers_waiting;  // the Communicator's count (it may end first)
 };
 
 namespace {
@@ -71,7 +72,11 @@ std::uint64_t point_to_point_bytes(const Task& task) {
 void Work::wait() {
   if (!state_) return;
   std::unique_lock lock(state_->mutex);
-  state_->cv.wait(lock, [&] { return state_->done; });
+  if (!state_->done) {  // counted while it waits: the worker may poll for it meanwhile
+    state_->callers_waiting->fetch_add(1, std::memory_order_relaxed);
+    state_->cv.wait(lock, [&] { return state_->done; });
+    state_->callers_waiting->fetch_sub(1, std::memory_order_relaxed);
+  }
   if (state_->error) std::rethrow_exception(state_->error);
 }
 
@@ -353,6 +358,7 @@ Work Communicator::submit(Task task, bool blocking) {
     return Work();
   }
   auto state = std::make_shared<Work::State>();
+  state->callers_waiting = callers_waiting_;
   task.state = state;
   queue_.push_back(std::make_unique<Task>(std::move(task)));
   lock.unlock();
@@ -498,14 +504,22 @@ void Communicator::choose_host_path() {
   std::string why = hosts_.hosts() > 1 ? fmt::format("the ranks are on {} hosts", hosts_.hosts()) : "";
   if (why.empty()) shm_ = ShmPeers::connect(*transport_, options_.chunk_bytes, options_.shared_memory, why);
   shm_decided_ = true;
-  if (shm_) shm_poll_ = options_.shm_poll.value_or(shm_poll_default(world_size_, shm_->cpus()));
+  if (shm_) {
+    // Every rank is on this host. A rank's collective on the worker thread runs beside its
+    // caller, who may compute meanwhile: two busy threads a rank then, one otherwise.
+    shm_poll_alone_ = options_.shm_poll.value_or(shm_poll_default(world_size_, shm_->cpus()));
+    shm_poll_beside_caller_ = options_.shm_poll.value_or(shm_poll_default(2 * world_size_, shm_->cpus()));
+  }
   std::lock_guard lock(mutex_);
   host_path_ = shm_ ? "shared memory" : fmt::format("TCP ({})", why);
 }
 
 std::unique_ptr<Link> Communicator::host_link(const Task& task, uint64_t tag) {
-  if (shm_ && is_collective(task.kind))
-    return std::make_unique<ShmLink>(*shm_, *transport_, task.seq, tag, shm_poll_, *host_buffers_);
+  if (shm_ && is_collective(task.kind)) {
+    // A queued task runs on the worker: it polls long only while a caller waits for it.
+    const ShmPoll poll{shm_poll_alone_, shm_poll_beside_caller_, task.state ? callers_waiting_.get() : nullptr};
+    return std::make_unique<ShmLink>(*shm_, *transport_, task.seq, tag, poll, *host_buffers_);
+  }
   return std::make_unique<HostLink>(*transport_, group_, tag, options_.chunk_bytes, *host_buffers_);
 }
 

@@ -7,6 +7,7 @@
 // Buffers may be host memory (TCP) or CUDA device memory (CUDA IPC, host staging, or NCCL).
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
@@ -213,7 +214,11 @@ class Communicator {
   // Made by the first host collective when every rank is on this host; thread running a task.
   std::unique_ptr<ShmPeers> shm_;
   bool shm_decided_ = false;
-  std::chrono::microseconds shm_poll_{0};  // how ShmLinks wait; set with shm_
+  // How ShmLinks wait (ShmPoll, shm_link.h); set with shm_.
+  std::chrono::microseconds shm_poll_alone_{0}, shm_poll_beside_caller_{0};
+  // Callers blocked in Work::wait on this communicator's calls (an atomic: they count it
+  // without the lock). Shared with every Work::State, which may outlive the communicator.
+  std::shared_ptr<std::atomic<int>> callers_waiting_ = std::make_shared<std::atomic<int>>(0);
   // The argument check's findings, reused by every checked call (so none allocates); made by
   // the first; thread running a task.
   std::unique_ptr<Agreement> agreement_;

@@ -29,22 +29,22 @@ void cpu_relax() {
 
 }  // namespace
 
-std::chrono::microseconds shm_poll_default(int local_ranks, int cpus) {
+std::chrono::microseconds shm_poll_default(int threads, int cpus) {
   // A peer inside the same collective answers within one piece's copy (10-20 us for 128 KiB),
   // so 20 us covers the waits within a collective. A peer that is still computing (the slower
   // rank of a training step) takes milliseconds. Sleeping through those costs a wake-up, and
   // on a virtual machine whose idle CPUs halt at once, getting the CPU back is slow: on the
   // 2-core VM of docs/collectives.md, polling cut DDP's waiting from 4-18% of a step to 2-7%.
-  // Polling is free only while no one else needs the CPU: with more ranks than CPUs it would
-  // take the CPU from the rank being waited for.
+  // Polling is free only while no one else needs the CPU: with more busy threads than CPUs it
+  // would take the CPU from the rank being waited for, or from its own caller's computation.
   //
   // The CPUs counted are those the ranks may run on (taskset, cpusets, binding), not all of the
   // host's. Other jobs' load is invisible here: RINGGRAD_SHM_POLL_US=20 for jobs that share them.
-  return local_ranks <= cpus ? std::chrono::microseconds(5000) : kShmPollBrief;
+  return threads <= cpus ? std::chrono::microseconds(5000) : kShmPollBrief;
 }
 
 ShmLink::ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t seq, uint64_t tag,
-                 std::chrono::microseconds poll, HostBuffers& buffers)
+                 const ShmPoll& poll, HostBuffers& buffers)
     : PollingLink(transport.rank(), transport.world_size(), peers.chunk_bytes(), buffers),
       peers_(peers),
       transport_(transport),
@@ -130,10 +130,10 @@ void ShmLink::exchange(Outgoing out, Incoming in) {
 void ShmLink::wait(const Outgoing& out, const Incoming& in, Clock::time_point last) {
   ShmDoorbell& bell = peers_.doorbell(rank());
   const auto now = Clock::now();
-  if (now < last + poll_) {
-    // Poll the counts until `poll_` after the last progress, but one nap at most: the checks
+  if (const auto poll = poll_.now(); now < last + poll) {
+    // Poll the counts until `poll` after the last progress, but one nap at most: the checks
     // below run every kNap however long the poll. The clock is read once per 64 looks.
-    for (const auto end = std::min(last + poll_, now + kNap); Clock::now() < end;) {
+    for (const auto end = std::min(last + poll, now + kNap); Clock::now() < end;) {
       for (int i = 0; i < 64; ++i) {
         if (ready(out, in)) return;
         cpu_relax();

@@ -9,6 +9,7 @@
 // small piece costs its cache line and nothing else.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -21,12 +22,25 @@
 
 namespace ringgrad::collectives {
 
+/// How long a wait polls (after the last progress) before it sleeps. A collective run on the
+/// communicator's worker thread shares the rank's CPU with the caller, who may be computing
+/// meanwhile (DDP's backward): it polls `beside_caller` then, and `alone` while a caller waits
+/// for it (`callers_waiting` > 0). A collective run on the caller's thread has callers_waiting
+/// null and polls `alone`.
+struct ShmPoll {
+  std::chrono::microseconds alone{0}, beside_caller{0};
+  const std::atomic<int>* callers_waiting = nullptr;
+  std::chrono::microseconds now() const {
+    return callers_waiting != nullptr && callers_waiting->load(std::memory_order_relaxed) == 0 ? beside_caller : alone;
+  }
+};
+
 class ShmLink final : public PollingLink<HostMemoryLink> {
  public:
   /// A link for collective number `seq`, whose pieces carry `tag` (the sequence number, or the
   /// argument check's tag): a piece of another operation is an error. `transport` tells whether
   /// peers are alive. A wait polls for up to `poll` after the last progress before it sleeps.
-  ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t seq, uint64_t tag, std::chrono::microseconds poll,
+  ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t seq, uint64_t tag, const ShmPoll& poll,
           HostBuffers& buffers);
 
  private:
@@ -43,16 +57,18 @@ class ShmLink final : public PollingLink<HostMemoryLink> {
   transport::Transport& transport_;
   uint64_t seq_;
   uint64_t tag_;
-  std::chrono::microseconds poll_;
+  ShmPoll poll_;
 };
 
 /// The shortest poll: enough for a peer inside the same collective to hand over its next piece.
 constexpr std::chrono::microseconds kShmPollBrief{20};
 
-/// How long a waiting rank polls before it sleeps, for `local_ranks` ranks on this host that
-/// may run on `cpus` CPUs together (ShmPeers::cpus): 5 ms while local_ranks <= cpus,
-/// kShmPollBrief when the ranks outnumber the CPUs. It compares counts only: ranks pinned to
-/// {0}, {0} and {1, 2} count 3 CPUs and poll.
-std::chrono::microseconds shm_poll_default(int local_ranks, int cpus);
+/// How long a waiting thread polls before it sleeps, for `threads` busy threads on this host's
+/// ranks that may run on `cpus` CPUs together (ShmPeers::cpus): 5 ms while threads <= cpus,
+/// kShmPollBrief when the threads outnumber the CPUs. A rank counts one thread while its
+/// collective runs on the caller's thread or the caller waits for it, two while the caller
+/// computes beside it. It compares counts only: ranks pinned to {0}, {0} and {1, 2} count 3
+/// CPUs and poll.
+std::chrono::microseconds shm_poll_default(int threads, int cpus);
 
 }  // namespace ringgrad::collectives

@@ -330,10 +330,20 @@ TEST_CASE("RINGGRAD_FLIGHT_RECORDER_ENTRIES is a whole number up to a million, a
   CHECK(collectives::flight_recorder_capacity() == 2000);  // unset
 }
 
-TEST_CASE("a rank polls for 5 ms while every rank has a CPU, 20 us when ranks outnumber CPUs", "[collectives]") {
+TEST_CASE("a thread polls for 5 ms while every busy thread has a CPU, 20 us when they outnumber the CPUs", "[collectives]") {
   CHECK(collectives::shm_poll_default(1, 1) == std::chrono::microseconds(5000));
   CHECK(collectives::shm_poll_default(2, 2) == std::chrono::microseconds(5000));
   CHECK(collectives::shm_poll_default(3, 2) == std::chrono::microseconds(20));
+}
+
+TEST_CASE("a collective on the worker polls as if alone only while a caller waits for it", "[collectives]") {
+  const std::chrono::microseconds alone(5000), beside(20);
+  CHECK(collectives::ShmPoll{alone, beside, nullptr}.now() == alone);  // on the caller's own thread
+  std::atomic<int> waiting = 0;
+  const collectives::ShmPoll on_worker{alone, beside, &waiting};
+  CHECK(on_worker.now() == beside);  // the caller computes meanwhile
+  waiting = 1;
+  CHECK(on_worker.now() == alone);
 }
 
 TEST_CASE("the CPUs ranks share are the union of their affinity masks", "[collectives]") {
