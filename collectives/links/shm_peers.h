@@ -89,7 +89,7 @@ class ShmPeers {
 
   /// This rank's own count of the pieces it put in `to`'s inbox, and the last `consumed` it read
   /// there: the receiver's line is read again only when that one says the inbox is full, so a
-  /// small piece costs the sender no wait for it.
+  /// small piece costs the sender no wait for it. Only the thread running a task touches it.
   struct Sent {
     std::uint32_t written = 0, consumed = 0;
   };
