@@ -30,6 +30,8 @@ namespace ringgrad::collectives {
 struct ShmPoll {
   std::chrono::microseconds alone{0}, beside_caller{0};
   const std::atomic<int>* callers_waiting = nullptr;
+  /// The poll for a wait that begins now: `beside_caller` on the worker while no caller waits,
+  /// else `alone`.
   std::chrono::microseconds now() const {
     return callers_waiting != nullptr && callers_waiting->load(std::memory_order_relaxed) == 0 ? beside_caller : alone;
   }
