@@ -99,17 +99,23 @@ std::string validate(CollKind kind, const ConstBuffer& send, const Buffer& recv,
   }
 }
 
-bool carries_data(const CallHeader& h) {
-  return h.invalid == 0 && static_cast<CollKind>(h.kind) == CollKind::kAllReduce &&
-         static_cast<Algo>(h.algo) == Algo::kOneShot && h.on_device == 0 &&
-         h.count * dtype_size(static_cast<DType>(h.dtype)) <= kHeaderData;
+bool data_rides(const CallHeader& h) {
+  const auto kind = static_cast<CollKind>(h.kind);
+  const bool whole = (kind == CollKind::kAllReduce && static_cast<Algo>(h.algo) == Algo::kOneShot) ||
+                     kind == CollKind::kAllGather || kind == CollKind::kBroadcast || kind == CollKind::kAllToAll;
+  const std::size_t bytes = h.count * dtype_size(static_cast<DType>(h.dtype));
+  return whole && h.invalid == 0 && h.on_device == 0 && h.by_mpi == 0 && bytes > 0 &&
+         bytes <= std::min<std::size_t>(h.chunk_bytes, kRideMaxBytes);
 }
 
-std::size_t body_bytes(const CallHeader& h) {
-  const std::size_t bytes = h.count * dtype_size(static_cast<DType>(h.dtype));
-  const bool one_shot = h.invalid == 0 && static_cast<CollKind>(h.kind) == CollKind::kAllReduce &&
-                        static_cast<Algo>(h.algo) == Algo::kOneShot && h.on_device == 0 && h.by_mpi == 0;
-  return one_shot && bytes > kHeaderData && bytes <= h.chunk_bytes ? bytes : 0;
+std::size_t ride_bytes(const CallHeader& h, int sender) {
+  if (!data_rides(h) || (static_cast<CollKind>(h.kind) == CollKind::kBroadcast && sender != h.root)) return 0;
+  return h.count * dtype_size(static_cast<DType>(h.dtype));
+}
+
+const std::byte* ride_data(const CallHeader& h, const std::byte* send, int rank, int to) {
+  if (static_cast<CollKind>(h.kind) != CollKind::kAllToAll) return send;
+  return send + static_cast<std::size_t>(to) * ride_bytes(h, rank);
 }
 
 Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo algo, std::size_t chunk_bytes,
@@ -129,7 +135,6 @@ Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo
   h.invalid = invalid.empty() ? 0 : 1;
   h.by_mpi = by_mpi ? 1 : 0;
   std::memcpy(d.reason, invalid.data(), std::min(invalid.size(), sizeof d.reason - 1));
-  if (carries_data(h) && args.count > 0) std::memcpy(h.data, args.send, args.count * dtype_size(args.dtype));
   return d;
 }
 
@@ -150,55 +155,63 @@ std::vector<T> exchange_all(Link& link, const T& mine) {
   return all;
 }
 
-// Every rank's header, each with its body: slot q of the workspace takes rank q's body when
-// it has this rank's length, and a peer whose body differs in length (the headers will not
-// agree) has it read into `discard`, so the link stays in step for the descriptors.
-void exchange_heads(Link& link, const CallHeader& mine, const void* body, Agreement& a) {
+// Every rank's header, each with what its sender sends this rank (ride_bytes()): inside the
+// header when it fits, else a body behind it, read into slot `from` of `slots` when it is as long
+// as this rank's own header says it should be. A peer whose body differs in length (the headers
+// will not agree) has it read into `discard`, so the link stays in step for the descriptors.
+void exchange_heads(Link& link, const CallHeader& mine, const std::byte* send, std::byte* slots, std::size_t block,
+                    std::vector<CallHeader>& heads) {
   const int p = link.world_size(), r = link.rank();
-  const std::size_t bytes = body_bytes(mine);
-  std::byte* slots = bytes > 0 ? link.workspace(static_cast<std::size_t>(p) * bytes) : nullptr;
+  const std::size_t out_bytes = ride_bytes(mine, r);
   std::vector<std::byte> discard;
-  a.heads.assign(static_cast<std::size_t>(p), mine);
-  if (bytes > 0) a.bodies.assign(static_cast<std::size_t>(p), nullptr);
+  heads.assign(static_cast<std::size_t>(p), mine);
   for (int s = 1; s < p; ++s) {
     const int to = (r + s) % p, from = (r - s + p) % p;
-    CallHeader& theirs = a.heads[static_cast<std::size_t>(from)];
-    std::byte* slot = bytes > 0 ? slots + static_cast<std::size_t>(from) * bytes : nullptr;
+    CallHeader out = mine;  // all-to-all sends each peer its own block
+    std::span<const std::byte> body;
+    if (out_bytes > kHeaderData) body = {ride_data(mine, send, r, to), out_bytes};
+    else if (out_bytes > 0) std::memcpy(out.data, ride_data(mine, send, r, to), out_bytes);
+    CallHeader& theirs = heads[static_cast<std::size_t>(from)];
     const auto body_for = [&](std::span<const std::byte> /*head, received into theirs*/) {
-      const std::size_t n = body_bytes(theirs);
-      if (n == bytes) return std::span<std::byte>(slot, n);
+      const std::size_t n = ride_bytes(theirs, from);
+      if (n <= kHeaderData) return std::span<std::byte>();
+      if (n == ride_bytes(mine, from)) return std::span<std::byte>(slots + static_cast<std::size_t>(from) * block, n);
       discard.resize(n);
       return std::span<std::byte>(discard);
     };
     // By reference: a std::function holding the lambda itself would allocate on every call.
-    link.send_recv_framed(to, std::as_bytes(std::span(&mine, 1)), {static_cast<const std::byte*>(body), bytes}, from,
-                          std::as_writable_bytes(std::span(&theirs, 1)), std::cref(body_for));
-    if (bytes > 0) a.bodies[static_cast<std::size_t>(from)] = slot;
-  }
-  if (bytes > 0) {
-    a.bodies[static_cast<std::size_t>(r)] = static_cast<const std::byte*>(body);
-    a.scratch = slots + static_cast<std::size_t>(r) * bytes;
+    link.send_recv_framed(to, std::as_bytes(std::span(&out, 1)), body, from, std::as_writable_bytes(std::span(&theirs, 1)),
+                          std::cref(body_for));
   }
 }
 
 }  // namespace
 
-void agree(Link& link, const Descriptor& mine, const void* body, Agreement& a) {
+void agree(Link& link, const Descriptor& mine, const std::byte* send, Agreement& a) {
+  const int p = link.world_size(), r = link.rank();
   a.why.clear();
   a.bodies.clear();
   a.scratch = nullptr;
-  exchange_heads(link, mine.head, body, a);
+  // A slot a rank: what each peer sent, and this rank's own as scratch for a reduction.
+  const std::size_t block = data_rides(mine.head) ? mine.head.count * dtype_size(static_cast<DType>(mine.head.dtype)) : 0;
+  std::byte* slots = block > 0 ? link.workspace(static_cast<std::size_t>(p) * block) : nullptr;
+  exchange_heads(link, mine.head, send, slots, block, a.heads);
   const auto agrees = [&](const CallHeader& h) {
     return h.invalid == 0 && std::memcmp(&h, a.heads.data(), offsetof(CallHeader, data)) == 0;
   };
   if (!std::all_of(a.heads.begin(), a.heads.end(), agrees)) {
     a.why = find_disagreement(exchange_all(link, mine));
-    a.bodies.clear();
-    a.scratch = nullptr;
-  } else if (a.bodies.empty() && carries_data(mine.head) && mine.head.by_mpi == 0) {
-    for (const CallHeader& h : a.heads) a.bodies.push_back(h.data);  // the vectors rode inside the headers
-    a.scratch = link.workspace(kHeaderData);
+    return;
   }
+  if (block == 0) return;
+  for (int q = 0; q < p; ++q) {
+    const std::size_t n = ride_bytes(a.heads[static_cast<std::size_t>(q)], q);
+    const std::byte* from = q == r ? ride_data(mine.head, send, r, r)
+                            : n <= kHeaderData ? a.heads[static_cast<std::size_t>(q)].data
+                                               : slots + static_cast<std::size_t>(q) * block;
+    a.bodies.push_back(n > 0 ? from : nullptr);
+  }
+  a.scratch = slots + static_cast<std::size_t>(r) * block;
 }
 
 std::string check_counts(Link& link, std::span<const std::size_t> send_counts, std::span<const std::size_t> recv_counts) {

@@ -2,9 +2,10 @@
 // rank sends a 48-byte header of its call to every other and all compare, so ranks that
 // disagree on kind, count, dtype, op, root, algorithm, chunk size or backend all throw the same
 // named error. Only when the headers disagree (or a rank's call is invalid) do the ranks
-// exchange the full descriptors that name the mismatch. A one-shot all-reduce carries its
-// vector with the header, in it when a few elements fit, else as a body right behind it in the
-// same exchange: the check is then the call's only exchange, and costs nothing extra.
+// exchange the full descriptors that name the mismatch. A small call whose data every peer
+// needs whole (a one-shot all-reduce, an all-gather, a broadcast, an all-to-all) carries that
+// data with the header, in it when it fits, else as a body right behind it in the same
+// exchange: the check is then the call's only exchange, and costs nothing extra.
 #pragma once
 
 #include <cstdint>
@@ -38,7 +39,7 @@ struct CallHeader {
   uint8_t invalid;                // 1: this rank's call is invalid (the descriptor says why)
   uint8_t by_mpi;                 // 1: MPI moves this call's data (RINGGRAD_BACKEND=mpi)
   uint8_t unused;                 // zero: the fields above are compared byte for byte
-  alignas(8) std::byte data[kHeaderData];  // this rank's input when carries_data()
+  alignas(8) std::byte data[kHeaderData];  // what this rank sends the receiver, when it fits (ride_bytes())
 };
 static_assert(sizeof(CallHeader) == 48);
 
@@ -48,15 +49,26 @@ struct Descriptor {
   char reason[192];  // a C string, "" when valid
 };
 
-/// Whether the call's own data travels in the header: a valid one-shot all-reduce of host
-/// memory whose vector fits in kHeaderData bytes. Every rank decides alike when headers agree.
-bool carries_data(const CallHeader& h);
+/// The most bytes a rank sends a peer with its header. A body lands in the link's workspace
+/// and is copied into place from there: above this, that copy cost more than the exchange it
+/// saved (an all-gather of 128 KiB a rank took 6-9% longer; docs/collectives.md).
+constexpr std::size_t kRideMaxBytes = 64 << 10;
 
-/// Bytes of the call's vector that follow its header as a body in the same exchange: those of
-/// a valid one-shot all-reduce of host memory that ringgrad moves, too long for the header and
-/// no longer than one piece (chunk_bytes); 0 otherwise. A receiver reads it off the sender's
-/// header, so it takes exactly what was sent even when the two disagree.
-std::size_t body_bytes(const CallHeader& h);
+/// Whether the call's data rides with the check: a valid call of host memory that ringgrad
+/// moves (not MPI), a one-shot all-reduce, all-gather, broadcast or all-to-all, whose count
+/// elements (per peer, in all-to-all) fit one piece (chunk_bytes) and kRideMaxBytes. Every rank
+/// decides alike when headers agree.
+bool data_rides(const CallHeader& h);
+
+/// Bytes rank `sender` sends each peer with its header when data_rides(h), else 0: count
+/// elements, none from a broadcast's non-roots. At most kHeaderData go inside the header, more
+/// as a body right behind it. A receiver reads this off the sender's header, so it takes exactly
+/// what was sent even when the two disagree.
+std::size_t ride_bytes(const CallHeader& h, int sender);
+
+/// What rank `rank` sends peer `to` with its header: its send buffer, or in all-to-all its
+/// block for `to` (ride_bytes() long).
+const std::byte* ride_data(const CallHeader& h, const std::byte* send, int rank, int to);
 
 /// Empty when the call is usable on this rank, else why not ("recv holds 10 elements, ...").
 /// Host and device buffers are not mixed in one call; device buffers must be device memory.
@@ -65,8 +77,8 @@ std::string validate(CollKind kind, const ConstBuffer& send, const Buffer& recv,
 /// The buffers of a call that this rank uses live on `device` (kHost: host memory).
 int call_device(CollKind kind, const ConstBuffer& send, const Buffer& recv, int root, int rank);
 
-/// The descriptor of a call; an empty `invalid` means valid, and then a call that
-/// carries_data() has its send buffer copied into the header.
+/// The descriptor of a call; an empty `invalid` means valid. Its header's data is left zero
+/// (agree() fills it for each peer).
 Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo algo, std::size_t chunk_bytes,
                          bool on_device, bool by_mpi, const std::string& invalid);
 
@@ -76,21 +88,21 @@ Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo
 struct Agreement {
   std::vector<CallHeader> heads;  // by rank
   std::string why;
-  /// When the headers agree and the call's vectors came with them (carries_data(), or
-  /// body_bytes() > 0, ringgrad moving the data): every rank's vector by rank (in the headers,
-  /// or this rank's `body` and the others' in the link's workspace), and as many bytes more of
-  /// workspace for the reduction. Empty and null otherwise.
+  /// When the headers agree and the call's data came with them (data_rides()): by rank, what
+  /// that rank sent this one (in its header, or in the link's workspace; this rank's own is
+  /// ride_data() for itself; null from a rank that sent nothing), and count elements more of
+  /// workspace for a reduction. Empty and null otherwise.
   std::vector<const std::byte*> bodies;
   std::byte* scratch = nullptr;
 };
 
-/// Exchanges headers, each followed by its body (body_bytes(); this rank's is `body`, the
-/// call's send buffer); `why` is empty when every header agrees with every other and all are
-/// valid, otherwise, after a second exchange of the full descriptors, the same message on every
-/// rank (find_disagreement). One exchange with every peer each time, in p-1 pairwise steps
+/// Exchanges headers, each carrying or followed by the sender's data (ride_bytes(); this
+/// rank's from `send`, the call's send buffer); `why` is empty when every header agrees with
+/// every other and all are valid, otherwise, after a second exchange of the full descriptors,
+/// the same message on every rank (find_disagreement). One exchange with every peer each time, in p-1 pairwise steps
 /// over `link` (made with tag kCheckTag). Throws TransportError if a peer is dead or silent
 /// past the timeout. Fills `found`, whatever it held before.
-void agree(Link& link, const Descriptor& mine, const void* body, Agreement& found);
+void agree(Link& link, const Descriptor& mine, const std::byte* send, Agreement& found);
 
 /// all_to_all_v's pairwise agreement: each rank sends every peer the count it will send it and
 /// compares the peer's with the count it expects. Empty when all match, else this rank's

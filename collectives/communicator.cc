@@ -399,7 +399,7 @@ void Communicator::worker_loop() {
 std::exception_ptr Communicator::execute(Task& task) {
   std::exception_ptr error;
   try {
-    const bool done = check_agreement(task);  // a small one-shot all-reduce rides in the check
+    const bool done = check_agreement(task);  // a small call's data may ride with the check
     // Every rank agreed on this call, so all meet here: the first host collective sets up
     // shared memory, whether or not its data rode in the check.
     if (task.device == kHost && !mpi_ && is_collective(task.kind) && world_size_ > 1) choose_host_path();
@@ -489,12 +489,11 @@ bool Communicator::check_agreement(const Task& task) {
     agree(*link, mine, nullptr, agreed);
   }
   if (!agreed.why.empty()) throw CollectiveError(fmt::format("{}: {}", where(task), agreed.why));
-  // Every rank's vector came in or behind its header: the one-shot all-reduce is done but for
-  // the sum. Under MPI, MPI runs every host call: no header says a body follows (body_bytes
-  // reads by_mpi), and agree() leaves the vectors inside headers unused.
+  // What every peer sends this rank came in or behind its header: the call is done but for the
+  // sum or the copies into place. Under MPI, MPI runs every host call and nothing rides
+  // (data_rides() reads by_mpi).
   if (agreed.bodies.empty()) return false;
-  const CollArgs& a = task.args;
-  reduce_in_rank_order(*link, agreed.bodies, a.recv, a.count, a.dtype, a.op, agreed.scratch);
+  complete_from_check(*link, task.kind, task.args, agreed.bodies, agreed.scratch);
   return true;
 }
 

@@ -183,7 +183,7 @@ class Communicator {
   std::exception_ptr execute_nothrow(Task& task) noexcept;
   void move_data(Task& task);  // the call's algorithm over its link, MPI or the device backend
   Algo resolve_locked(CollKind kind, Algo algo, std::size_t n) const;  // resolve(), mutex_ held
-  // The argument check; true when its exchange also finished the call (check.h: carries_data, body_bytes).
+  // The argument check; true when its exchange also finished the call (check.h: data_rides).
   bool check_agreement(const Task& task);
   void choose_host_path();
   // The link for host memory: shared memory for collectives once set up, else TCP.

@@ -6,7 +6,7 @@
 // halving-doubling. Every rank computes x_0 op x_1 op ... op x_{p-1} in that order, so all
 // hold the same bits. With the argument check on, the vector travels with the check's header,
 // inside it when it fits and right behind it when it fits one piece, and the call is one
-// exchange in all (check.h: carries_data, body_bytes).
+// exchange in all (check.h: data_rides, ride_bytes).
 #include <vector>
 
 #include "collectives/algorithms/algorithms.h"
