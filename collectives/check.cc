@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <cstring>
 #include <functional>
 #include <map>
@@ -27,6 +28,14 @@ bool uses_send(CollKind k, int rank, int root) {
 }
 bool uses_recv(CollKind k, int rank, int root) {
   return (k != CollKind::kReduce && k != CollKind::kGather) || rank == root;
+}
+
+// count elements of `dtype` must be a byte count memory can hold: larger ones would wrap.
+std::string fits_memory(const char* name, std::size_t count, DType dtype) {
+  const std::size_t most = static_cast<std::size_t>(PTRDIFF_MAX) / dtype_size(dtype);
+  if (count <= most) return {};
+  return fmt::format("{} holds {} elements of {}: more than {} bytes, which no buffer can hold", name, count,
+                     dtype_name(dtype), PTRDIFF_MAX);
 }
 
 std::string contiguous(const char* name, std::ptrdiff_t stride) {
@@ -58,11 +67,13 @@ std::string validate(CollKind kind, const ConstBuffer& send, const Buffer& recv,
   if (sends) {
     if (auto e = contiguous("send", send.stride); !e.empty()) return e;
     if (send.data == nullptr && send.count > 0) return "send buffer is null";
+    if (auto e = fits_memory("send", send.count, send.dtype); !e.empty()) return e;
     if (auto e = check_memory("send", send.data, send.count, send.device); !e.empty()) return e;
   }
   if (receives) {
     if (auto e = contiguous("recv", recv.stride); !e.empty()) return e;
     if (recv.data == nullptr && recv.count > 0) return "recv buffer is null";
+    if (auto e = fits_memory("recv", recv.count, recv.dtype); !e.empty()) return e;
     if (auto e = check_memory("recv", recv.data, recv.count, recv.device); !e.empty()) return e;
   }
   if (!sends || !receives) return {};
@@ -75,13 +86,13 @@ std::string validate(CollKind kind, const ConstBuffer& send, const Buffer& recv,
   switch (kind) {
     case CollKind::kAllGather:
     case CollKind::kGather:
-      if (recv.count != send.count * P)
+      if (recv.count % P != 0 || recv.count / P != send.count)  // not send.count * P, which may wrap
         return fmt::format("recv holds {} elements, {} needs send count {} x world size {} = {}", recv.count,
                            coll_name(kind), send.count, p, send.count * P);
       return overlap(send.data, send.count * es, recv.data, recv.count * es, R * send.count * es);
     case CollKind::kReduceScatter:
     case CollKind::kScatter:
-      if (send.count != recv.count * P)
+      if (send.count % P != 0 || send.count / P != recv.count)
         return fmt::format("send holds {} elements, {} needs recv count {} x world size {} = {}", send.count,
                            coll_name(kind), recv.count, p, recv.count * P);
       return overlap(recv.data, recv.count * es, send.data, send.count * es, R * recv.count * es);

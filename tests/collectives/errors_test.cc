@@ -98,6 +98,10 @@ TEST_CASE("disagreeing ranks get the same named error on every rank", "[collecti
     const std::size_t m = r == 1 ? 1000 : 4;
     expect_error("count, one vector in the descriptor", [&] { comm.all_reduce(Buffer{big.data(), m, DType::kFloat32}, Buffer{big.data(), m, DType::kFloat32}, ReduceOp::SUM); },
                  {"all_reduce #13", "ranks disagree on count: 1000 on rank 1; 4 on ranks 0, 2"});
+    // 2^61 + 1 doubles: 8 times that wraps to 8 bytes, which must not pass for a small call.
+    const std::size_t wraps = (std::size_t{1} << 61) + 1;
+    expect_error("a count whose bytes wrap", [&] { comm.broadcast(Buffer{d.data(), wraps, DType::kFloat64}, Buffer{d.data(), wraps, DType::kFloat64}, 0); },
+                 {"broadcast #14", "invalid arguments on rank 0", "send holds 2305843009213693953 elements of double: more than"});
     // Nothing moved: the communicator still works, and sequence numbers still agree.
     std::vector<float> x(7, static_cast<float>(r + 1));
     comm.all_reduce(Buffer{x.data(), 7, DType::kFloat32}, Buffer{x.data(), 7, DType::kFloat32}, ReduceOp::SUM);
