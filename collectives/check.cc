@@ -32,8 +32,9 @@ bool uses_recv(CollKind k, int rank, int root) {
 
 // count elements of `dtype` must be a byte count memory can hold: larger ones would wrap.
 std::string fits_memory(const char* name, std::size_t count, DType dtype) {
-  const std::size_t most = static_cast<std::size_t>(PTRDIFF_MAX) / dtype_size(dtype);
-  if (count <= most) return {};
+  constexpr std::size_t kLargestElement = 8;  // no division on the way of every small call
+  if (count <= static_cast<std::size_t>(PTRDIFF_MAX) / kLargestElement) return {};
+  if (count <= static_cast<std::size_t>(PTRDIFF_MAX) / dtype_size(dtype)) return {};
   return fmt::format("{} holds {} elements of {}: more than {} bytes, which no buffer can hold", name, count,
                      dtype_name(dtype), PTRDIFF_MAX);
 }
@@ -119,9 +120,17 @@ bool data_rides(const CallHeader& h) {
          bytes <= std::min<std::size_t>(h.chunk_bytes, kRideMaxBytes);
 }
 
+namespace {
+
+// ride_bytes() given data_rides(h) and the call's block of count elements.
+std::size_t ride_bytes_of(const CallHeader& h, std::size_t block, int sender) {
+  return static_cast<CollKind>(h.kind) == CollKind::kBroadcast && sender != h.root ? 0 : block;
+}
+
+}  // namespace
+
 std::size_t ride_bytes(const CallHeader& h, int sender) {
-  if (!data_rides(h) || (static_cast<CollKind>(h.kind) == CollKind::kBroadcast && sender != h.root)) return 0;
-  return h.count * dtype_size(static_cast<DType>(h.dtype));
+  return data_rides(h) ? ride_bytes_of(h, h.count * dtype_size(static_cast<DType>(h.dtype)), sender) : 0;
 }
 
 const std::byte* ride_data(const CallHeader& h, const std::byte* send, int rank, int to) {
@@ -173,7 +182,7 @@ std::vector<T> exchange_all(Link& link, const T& mine) {
 void exchange_heads(Link& link, const CallHeader& mine, const std::byte* send, std::byte* slots, std::size_t block,
                     std::vector<CallHeader>& heads) {
   const int p = link.world_size(), r = link.rank();
-  const std::size_t out_bytes = ride_bytes(mine, r);
+  const std::size_t out_bytes = block > 0 ? ride_bytes_of(mine, block, r) : 0;
   std::vector<std::byte> discard;
   heads.assign(static_cast<std::size_t>(p), mine);
   for (int s = 1; s < p; ++s) {
@@ -186,7 +195,8 @@ void exchange_heads(Link& link, const CallHeader& mine, const std::byte* send, s
     const auto body_for = [&](std::span<const std::byte> /*head, received into theirs*/) {
       const std::size_t n = ride_bytes(theirs, from);
       if (n <= kHeaderData) return std::span<std::byte>();
-      if (n == ride_bytes(mine, from)) return std::span<std::byte>(slots + static_cast<std::size_t>(from) * block, n);
+      if (block > 0 && n == ride_bytes_of(mine, block, from))
+        return std::span<std::byte>(slots + static_cast<std::size_t>(from) * block, n);
       discard.resize(n);
       return std::span<std::byte>(discard);
     };
@@ -215,8 +225,8 @@ void agree(Link& link, const Descriptor& mine, const std::byte* send, Agreement&
     return;
   }
   if (block == 0) return;
-  for (int q = 0; q < p; ++q) {
-    const std::size_t n = ride_bytes(a.heads[static_cast<std::size_t>(q)], q);
+  for (int q = 0; q < p; ++q) {  // every header is mine but for its data: what q sent is what mine says
+    const std::size_t n = ride_bytes_of(mine.head, block, q);
     const std::byte* from = q == r ? ride_data(mine.head, send, r, r)
                             : n <= kHeaderData ? a.heads[static_cast<std::size_t>(q)].data
                                                : slots + static_cast<std::size_t>(q) * block;
