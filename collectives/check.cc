@@ -111,31 +111,34 @@ std::string validate(CollKind kind, const ConstBuffer& send, const Buffer& recv,
   }
 }
 
-bool data_rides(const CallHeader& h) {
-  const auto kind = static_cast<CollKind>(h.kind);
-  const bool whole = (kind == CollKind::kAllReduce && static_cast<Algo>(h.algo) == Algo::kOneShot) ||
-                     kind == CollKind::kAllGather || kind == CollKind::kBroadcast || kind == CollKind::kAllToAll;
-  const std::size_t bytes = h.count * dtype_size(static_cast<DType>(h.dtype));
-  return whole && h.invalid == 0 && h.on_device == 0 && h.by_mpi == 0 && bytes > 0 &&
-         bytes <= std::min<std::size_t>(h.chunk_bytes, kRideMaxBytes);
-}
-
 namespace {
 
-// ride_bytes() given data_rides(h) and the call's block of count elements.
+// The call's block of count elements (per peer, in all-to-all): bytes.
+std::size_t block_bytes(const CallHeader& h) { return h.count * dtype_size(static_cast<DType>(h.dtype)); }
+
+// ride_bytes() given data_rides(h) and block_bytes(h).
 std::size_t ride_bytes_of(const CallHeader& h, std::size_t block, int sender) {
   return static_cast<CollKind>(h.kind) == CollKind::kBroadcast && sender != h.root ? 0 : block;
 }
 
 }  // namespace
 
-std::size_t ride_bytes(const CallHeader& h, int sender) {
-  return data_rides(h) ? ride_bytes_of(h, h.count * dtype_size(static_cast<DType>(h.dtype)), sender) : 0;
+bool data_rides(const CallHeader& h) {
+  const auto kind = static_cast<CollKind>(h.kind);
+  const bool whole = (kind == CollKind::kAllReduce && static_cast<Algo>(h.algo) == Algo::kOneShot) ||
+                     kind == CollKind::kAllGather || kind == CollKind::kBroadcast || kind == CollKind::kAllToAll;
+  const std::size_t bytes = block_bytes(h);
+  return whole && h.invalid == 0 && h.on_device == 0 && h.by_mpi == 0 && bytes > 0 &&
+         bytes <= std::min<std::size_t>(h.chunk_bytes, kRideMaxBytes);
 }
 
-const std::byte* ride_data(const CallHeader& h, const std::byte* send, int rank, int to) {
+std::size_t ride_bytes(const CallHeader& h, int sender) {
+  return data_rides(h) ? ride_bytes_of(h, block_bytes(h), sender) : 0;
+}
+
+const std::byte* ride_data(const CallHeader& h, const std::byte* send, int to) {
   if (static_cast<CollKind>(h.kind) != CollKind::kAllToAll) return send;
-  return send + static_cast<std::size_t>(to) * ride_bytes(h, rank);
+  return send + static_cast<std::size_t>(to) * block_bytes(h);
 }
 
 Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo algo, std::size_t chunk_bytes,
@@ -189,8 +192,8 @@ void exchange_heads(Link& link, const CallHeader& mine, const std::byte* send, s
     const int to = (r + s) % p, from = (r - s + p) % p;
     CallHeader out = mine;  // all-to-all sends each peer its own block
     std::span<const std::byte> body;
-    if (out_bytes > kHeaderData) body = {ride_data(mine, send, r, to), out_bytes};
-    else if (out_bytes > 0) std::memcpy(out.data, ride_data(mine, send, r, to), out_bytes);
+    if (out_bytes > kHeaderData) body = {ride_data(mine, send, to), out_bytes};
+    else if (out_bytes > 0) std::memcpy(out.data, ride_data(mine, send, to), out_bytes);
     CallHeader& theirs = heads[static_cast<std::size_t>(from)];
     const auto body_for = [&](std::span<const std::byte> /*head, received into theirs*/) {
       const std::size_t n = ride_bytes(theirs, from);
@@ -214,7 +217,7 @@ void agree(Link& link, const Descriptor& mine, const std::byte* send, Agreement&
   a.bodies.clear();
   a.scratch = nullptr;
   // A slot a rank: what each peer sent, and this rank's own as scratch for a reduction.
-  const std::size_t block = data_rides(mine.head) ? mine.head.count * dtype_size(static_cast<DType>(mine.head.dtype)) : 0;
+  const std::size_t block = data_rides(mine.head) ? block_bytes(mine.head) : 0;
   std::byte* slots = block > 0 ? link.workspace(static_cast<std::size_t>(p) * block) : nullptr;
   exchange_heads(link, mine.head, send, slots, block, a.heads);
   const auto agrees = [&](const CallHeader& h) {
@@ -227,7 +230,7 @@ void agree(Link& link, const Descriptor& mine, const std::byte* send, Agreement&
   if (block == 0) return;
   for (int q = 0; q < p; ++q) {  // every header is mine but for its data: what q sent is what mine says
     const std::size_t n = ride_bytes_of(mine.head, block, q);
-    const std::byte* from = q == r ? ride_data(mine.head, send, r, r)
+    const std::byte* from = q == r ? ride_data(mine.head, send, r)
                             : n <= kHeaderData ? a.heads[static_cast<std::size_t>(q)].data
                                                : slots + static_cast<std::size_t>(q) * block;
     a.bodies.push_back(n > 0 ? from : nullptr);

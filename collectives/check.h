@@ -66,9 +66,9 @@ bool data_rides(const CallHeader& h);
 /// what was sent even when the two disagree.
 std::size_t ride_bytes(const CallHeader& h, int sender);
 
-/// What rank `rank` sends peer `to` with its header: its send buffer, or in all-to-all its
-/// block for `to` (ride_bytes() long).
-const std::byte* ride_data(const CallHeader& h, const std::byte* send, int rank, int to);
+/// What a rank sends peer `to` with its header, ride_bytes() long: its send buffer, or in
+/// all-to-all its block for `to`.
+const std::byte* ride_data(const CallHeader& h, const std::byte* send, int to);
 
 /// Empty when the call is usable on this rank, else why not ("recv holds 10 elements, ...").
 /// Host and device buffers are not mixed in one call; device buffers must be device memory.
@@ -99,8 +99,8 @@ struct Agreement {
 /// Exchanges headers, each carrying or followed by the sender's data (ride_bytes(); this
 /// rank's from `send`, the call's send buffer); `why` is empty when every header agrees with
 /// every other and all are valid, otherwise, after a second exchange of the full descriptors,
-/// the same message on every rank (find_disagreement). One exchange with every peer each time, in p-1 pairwise steps
-/// over `link` (made with tag kCheckTag). Throws TransportError if a peer is dead or silent
+/// the same message on every rank (find_disagreement). One exchange with every peer each
+/// time, in p-1 pairwise steps over `link` (made with tag kCheckTag). Throws TransportError if a peer is dead or silent
 /// past the timeout. Fills `found`, whatever it held before.
 void agree(Link& link, const Descriptor& mine, const std::byte* send, Agreement& found);
 
