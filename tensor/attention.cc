@@ -7,23 +7,23 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <stdexcept>
 #include <type_traits>
 
+#include "tensor/attention_tiles.h"
 #include "tensor/cpu_clones.h"
 #include "tensor/cuda_kernels.h"
+#include "tensor/exp_poly.h"
 #include "tensor/gemm.h"
 #include "tensor/lanes.h"
+#include "tensor/precision.h"
 #include "tensor/view.h"
 
 namespace ringgrad::kernels {
 namespace {
 
-struct Dims {
-  std::int64_t b, t, c, h, hs;
-};
+using Dims = AttentionDims;
 
 Dims check_qkv(const Tensor& qkv, std::int64_t n_head) {
   if (qkv.dim() != 3 || n_head < 1 || qkv.size(2) % (3 * n_head) != 0) {
@@ -34,25 +34,12 @@ Dims check_qkv(const Tensor& qkv, std::int64_t n_head) {
   return {qkv.size(0), qkv.size(1), c, n_head, c / n_head};
 }
 
-// exp of the softmax. float: Cephes' expf (x = n ln2 + r, |r| <= ln2/2, a degree-5
-// polynomial for e^r, 2^n written into the exponent bits), within 2 ulp; free of calls, so
-// the row loop vectorises (std::exp was a tenth of the attention time). Arguments are
-// x - max <= 0; below -87 the result underflows to ~0 as it should. double keeps std::exp.
+// exp of the softmax: exp_poly for float (std::exp was a tenth of the attention time), std::exp
+// for double.
 template <typename T>
 T softmax_exp(T x) {
   if constexpr (std::is_same_v<T, float>) {
-    x = x < -87.0f ? -87.0f : x;
-    constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
-    const float n = (x * 1.44269504088896341f + kRound) - kRound;
-    const float r = x - n * 0.693359375f + n * 2.12194440e-4f;  // ln2 split in two for accuracy
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    const float two_n = std::bit_cast<float>((static_cast<std::int32_t>(n) + 127) << 23);
-    return (p * r * r + r + 1.0f) * two_n;
+    return exp_poly(x);
   } else {
     return std::exp(x);
   }
@@ -104,9 +91,16 @@ void gemm_strided(bool ta, bool tb, std::int64_t m, std::int64_t n, std::int64_t
 // are the full products' up to rounding: OpenBLAS may pick other kernels for the smaller shapes.
 constexpr std::int64_t kRowBlock = 32;
 
+// Whether attention_tiles.h's kernels take this call: a float32 CPU call at float32 matmul
+// precision (bf16 GEMMs round their inputs, which the tiles do not).
+bool tiles_take(const Tensor& qkv, const Dims& d) {
+  return !qkv.is_cuda() && matmul_precision() == MatmulPrecision::kFloat32 && attention_tiles_run(qkv.dtype(), d.hs);
+}
+
 // The forward pass of contiguous qkv into `out`.
 void causal_attention_into(const Tensor& qkv, const Dims& d, const AttentionOutput& out) {
   RINGGRAD_ON_CUDA(qkv, cuda::causal_attention(qkv, d.h, out.y, out.att));
+  if (tiles_take(qkv, d)) return attention_tiles_forward(qkv.data<float>(), d, out.y.data<float>(), out.att.data<float>());
   dispatch_floating(qkv.dtype(), "causal_attention", [&]<typename T>() {
     const T scale = static_cast<T>(1 / std::sqrt(static_cast<double>(d.hs)));
     const std::int64_t row = 3 * d.c;  // stride between time steps in qkv
@@ -133,6 +127,9 @@ void causal_attention_into(const Tensor& qkv, const Dims& d, const AttentionOutp
 void causal_attention_backward_into(const Tensor& dy, const Tensor& qkv, const Tensor& att, const Dims& d,
                                     const Tensor& dqkv) {
   RINGGRAD_ON_CUDA(qkv, cuda::causal_attention_backward(dy, qkv, att, d.h, dqkv));
+  if (tiles_take(qkv, d)) {
+    return attention_tiles_backward(dy.data<float>(), qkv.data<float>(), att.data<float>(), d, dqkv.data<float>());
+  }
   Tensor scratch = Tensor::empty({d.t, d.t}, qkv.dtype());  // dP, then dS, of one head
   dispatch_floating(qkv.dtype(), "causal_attention_backward", [&]<typename T>() {
     const T scale = static_cast<T>(1 / std::sqrt(static_cast<double>(d.hs)));

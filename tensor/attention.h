@@ -4,6 +4,10 @@
 // P = softmax(S) over the causal prefix j <= t only. Cost 4 B T^2 C flops forward, twice that
 // backward, of which the CPU kernels skip the masked triangle: (n + 1) / 2n of it for n blocks
 // of 32 rows. The saved probabilities take B H T^2 elements.
+//
+// On the CPU, float32 calls with hs a multiple of 16 run tensor/attention_tiles.h's register
+// tiles where the CPU has AVX2 and FMA (RINGGRAD_ATTENTION_TILES=0 keeps the GEMM path); every
+// other call (float64, other head sizes, bf16 matmul precision) takes the GEMM path.
 #pragma once
 
 #include <cstdint>
