@@ -12,9 +12,9 @@
 namespace ringgrad::kernels {
 
 template <typename F, typename I = std::int32_t>
-[[gnu::always_inline]] inline F exp_poly(F x) {
+[[gnu::always_inline]] inline F exp_poly(const F& argument) {
   const F lowest = F{} - 87.0f;
-  x = x < lowest ? lowest : x;
+  const F x = argument < lowest ? lowest : argument;
   constexpr float kRound = 12582912.0f;  // 1.5 * 2^23: adding it rounds to an integer
   const F n = (x * 1.44269504088896341f + kRound) - kRound;
   const F r = x - n * 0.693359375f + n * 2.12194440e-4f;  // ln2 split in two for accuracy
