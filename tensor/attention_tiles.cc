@@ -115,10 +115,11 @@ RINGGRAD_TILES void softmax_row(float* s, std::int64_t w, std::int64_t t, float*
     store(s + j, e);
     sum += e;
   }
-  const F8 inv = splat(1 / lanes_sum(sum));
-  for (std::int64_t j = 0; j < w; j += 8) store(s + j, load(s + j) * inv);
-  std::memcpy(p, s, static_cast<std::size_t>(std::min(w, t_len)) * sizeof(float));
-  std::fill(p + std::min(w, t_len), p + t_len, 0.0f);
+  const float inv = 1 / lanes_sum(sum);
+  const std::int64_t written = std::min(w, t_len), whole = written / 8 * 8;  // p's row may end inside a tile
+  for (std::int64_t j = 0; j < whole; j += 8) store(p + j, load(s + j) * splat(inv));
+  for (std::int64_t j = whole; j < written; ++j) p[j] = s[j] * inv;
+  std::fill(p + written, p + t_len, 0.0f);
 }
 
 // Row t of dS from dP's row ds[0..w) and P's row p[0..w) (zero past t):
@@ -167,8 +168,9 @@ void head_backward(const float* q, const float* k, const float* v, const float* 
     float* dsi = ds + i0 * tp;
     for (std::int64_t j0 = 0; j0 < w; j0 += kWidth) rows_times_transposed(dy + i0 * ldy, ldy, vt + j0, tp, hs, rows, dsi + j0, tp);  // dP = dY V^T
     for (std::int64_t r = 0; r < rows; ++r) {  // dS, scaled for both dQ and dK
-      std::memcpy(p_row, p + (i0 + r) * t_len, static_cast<std::size_t>(t_len) * sizeof(float));
-      softmax_backward_row(p_row, dsi + r * tp, w, scale);
+      const float* pr = p + (i0 + r) * t_len;
+      if (w > t_len) pr = static_cast<const float*>(std::memcpy(p_row, pr, static_cast<std::size_t>(t_len) * sizeof(float)));
+      softmax_backward_row(pr, dsi + r * tp, w, scale);  // P's row read up to w: copied where that passes T
     }
     for (std::int64_t c0 = 0; c0 < hs; c0 += kWidth) {  // dQ = dS K
       coefficients_times_rows(dsi, tp, 1, 0, n, rows, k + c0, row, dq + i0 * row + c0, row);
