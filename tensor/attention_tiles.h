@@ -7,7 +7,7 @@
 // runs on whole 16-column tiles, its masked lanes selected to zero rather than looped around.
 //
 // Results differ from the GEMM path's in rounding only: FMA instead of a multiply and an add,
-// sums in another order (tests/transformer/test_attention_tiles.cc bounds the difference).
+// sums in another order (tests/transformer/test_ops.cc bounds the difference).
 #pragma once
 
 #include <cstdint>
