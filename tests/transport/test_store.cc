@@ -6,6 +6,7 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -30,8 +31,9 @@ using ringgrad::transport::TransportError;
 namespace net = ringgrad::transport::net;
 namespace proto = ringgrad::transport::store_protocol;
 
-// Rank 0 serves and every rank (rank 0 too) is a client, as in a Transport. A closing barrier
-// keeps rank 0's server up until every rank is done with it.
+// Rank 0 serves and every rank (rank 0 too) is a client, as in a Transport. A closing barrier,
+// then rank 0 leaves last: it waits until every other rank has said so, since a rank still
+// waiting for the barrier's reply when the server closes reads a reset connection.
 void with_store(const Config& config, const std::function<void(Store&)>& body) {
   std::unique_ptr<StoreServer> server;
   if (config.rank == 0) server = std::make_unique<StoreServer>(config.master_port, config.job_id);
@@ -39,6 +41,15 @@ void with_store(const Config& config, const std::function<void(Store&)>& body) {
   body(store);
   if (store.add("test/finished", 1) == config.world_size) store.set("test/all finished", "");
   else store.wait({"test/all finished"});
+  if (config.rank != 0) {
+    store.add("test/left", 1);
+    return;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + config.timeout;
+  while (store.add("test/left", 0) < config.world_size - 1) {
+    check(std::chrono::steady_clock::now() < deadline, "every other rank left before the timeout");
+    std::this_thread::sleep_for(1ms);
+  }
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
