@@ -3,20 +3,17 @@
 // rows, and the per-head loops that string them together as attention.cc's GEMM path does.
 #include "tensor/attention_tiles.h"
 
-#include <fmt/format.h>
-
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <cstring>
 #include <limits>
 #include <stdexcept>
-#include <string>
 #include <vector>
 
 // The 8-lane vectors below are passed only between functions built for AVX2 (and always inlined
 // into them): GCC's warning that their ABI would differ without AVX does not apply.
 #pragma GCC diagnostic ignored "-Wpsabi"
+#include "tensor/env_switch.h"
 #include "tensor/exp_poly.h"
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDACC__)
@@ -25,10 +22,8 @@ namespace ringgrad::kernels {
 namespace {
 
 bool tiles_allowed() {
-  const char* value = std::getenv("RINGGRAD_ATTENTION_TILES");
-  if (value == nullptr || std::string(value) == "1") return true;
-  if (std::string(value) == "0") return false;
-  throw std::invalid_argument(fmt::format("RINGGRAD_ATTENTION_TILES must be 0 or 1, got '{}'", value));
+  return env_switch("RINGGRAD_ATTENTION_TILES", "the GEMM path",
+                    "the default: register tiles where the CPU has AVX2 and FMA");
 }
 
 // Built for AVX2 with FMA whatever the rest of the library is built for; only called where the

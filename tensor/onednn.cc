@@ -5,14 +5,12 @@
 
 #include <dlfcn.h>
 
-#include <fmt/format.h>
-
 #include <array>
 #include <cstdlib>
-#include <cstring>
 #include <optional>
-#include <stdexcept>
 #include <string>
+
+#include "tensor/env_switch.h"
 
 namespace ringgrad::kernels {
 namespace {
@@ -52,11 +50,8 @@ void* open_with_one_unbound_openmp_thread() {
 
 // RINGGRAD_ONEDNN: unset or "1" lets gemm() use oneDNN, "0" keeps every product on OpenBLAS.
 bool onednn_allowed() {
-  const char* env = std::getenv("RINGGRAD_ONEDNN");
-  if (env == nullptr || std::strcmp(env, "1") == 0) return true;
-  if (std::strcmp(env, "0") == 0) return false;
-  throw std::invalid_argument(fmt::format("RINGGRAD_ONEDNN={}: must be 0 (OpenBLAS runs every product) or 1 (the "
-                                          "default: oneDNN runs the products it runs faster)", env));
+  return env_switch("RINGGRAD_ONEDNN", "OpenBLAS runs every product",
+                    "the default: oneDNN runs the products it runs faster");
 }
 
 Loaded load() {
