@@ -69,6 +69,8 @@ CommOptions CommOptions::from_env() {
     if (us > 1'000'000) throw std::invalid_argument(fmt::format("RINGGRAD_SHM_POLL_US={} must be from 0 to 1000000 (1 s)", us));
     o.shm_poll = std::chrono::microseconds(us);
   }
+  if (const char* v = std::getenv("RINGGRAD_SHM_STREAM"); v != nullptr && *v != '\0')
+    o.shm_stores = env_switch("RINGGRAD_SHM_STREAM", false) ? ShmStores::kStreaming : ShmStores::kPlain;
   o.device_chunk_bytes = env_size("RINGGRAD_DEVICE_CHUNK_BYTES", o.device_chunk_bytes);
   check_chunk("RINGGRAD_DEVICE_CHUNK_BYTES", o.device_chunk_bytes);
   return o;

@@ -1,6 +1,7 @@
 // CommOptions: a Communicator's settings, each with the environment variable that sets it
 // (RINGGRAD_CHECK, RINGGRAD_ALGO, RINGGRAD_CHUNK_BYTES, RINGGRAD_BACKEND, RINGGRAD_SHM,
-// RINGGRAD_SHM_POLL_US, RINGGRAD_DEVICE_CHUNK_BYTES), as NCCL_* variables set NCCL's.
+// RINGGRAD_SHM_POLL_US, RINGGRAD_SHM_STREAM, RINGGRAD_DEVICE_CHUNK_BYTES), as NCCL_* variables
+// set NCCL's.
 #pragma once
 
 #include <chrono>
@@ -9,6 +10,7 @@
 
 #include "collectives/algo.h"
 #include "collectives/cost_model.h"
+#include "collectives/links/shm_copy.h"
 
 namespace ringgrad::collectives {
 
@@ -37,6 +39,9 @@ struct CommOptions {
   /// RINGGRAD_SHM_POLL_US (microseconds, 0 to 1000000). Unset: shm_poll_default(), from the
   /// ranks and CPUs.
   std::optional<std::chrono::microseconds> shm_poll;
+  /// How a rank writes pieces into its peers' shared-memory inboxes (links/shm_copy.h):
+  /// RINGGRAD_SHM_STREAM=0 plain stores, 1 streaming stores; unset, plain unless they measure slow.
+  ShmStores shm_stores = ShmStores::kAuto;
 
   /// Defaults overridden by the environment variables above; throws std::invalid_argument
   /// naming the variable and the accepted range.

@@ -501,7 +501,7 @@ bool Communicator::check_agreement(const Task& task) {
 void Communicator::choose_host_path() {
   if (shm_decided_) return;
   std::string why = hosts_.hosts() > 1 ? fmt::format("the ranks are on {} hosts", hosts_.hosts()) : "";
-  if (why.empty()) shm_ = ShmPeers::connect(*transport_, options_.chunk_bytes, options_.shared_memory, why);
+  if (why.empty()) shm_ = ShmPeers::connect(*transport_, options_.chunk_bytes, options_.shared_memory, options_.shm_stores, why);
   shm_decided_ = true;
   if (shm_) {
     // Every rank is on this host. A rank's collective on the worker thread runs beside its

@@ -61,7 +61,10 @@ bool ShmLink::advance_send(Outgoing& out) {
   }
   const std::size_t n = std::min(chunk_bytes(), out.bytes - out.done);
   ShmInbox::Head& head = box.heads[sent.written % kShmSlots];
-  std::memcpy(n <= kShmInlineBytes ? head.data : peers_.slot(out.to, rank(), sent.written), out.src + out.done, n);
+  if (n <= kShmInlineBytes)
+    std::memcpy(head.data, out.src + out.done, n);
+  else
+    sent.writer.write(peers_.slot(out.to, rank(), sent.written), out.src + out.done, n);
   head.bytes = static_cast<std::uint32_t>(n);
   head.tag = tag_;
   std::atomic_ref(head.number).store(++sent.written, std::memory_order_release);

@@ -28,13 +28,13 @@ std::size_t segment_bytes(int p, std::size_t chunk) {
 }  // namespace
 
 std::unique_ptr<ShmPeers> ShmPeers::connect(transport::Transport& transport, std::size_t chunk_bytes, bool enabled,
-                                            std::string& why) {
+                                            ShmStores stores, std::string& why) {
   const int r = transport.rank(), p = transport.world_size();
   transport::Store& store = transport.store();
   const std::size_t bytes = segment_bytes(p, chunk_bytes);
   std::unique_ptr<ShmPeers> peers(new ShmPeers(p, chunk_bytes));
   peers->segments_.resize(static_cast<std::size_t>(p));
-  peers->sent_.resize(static_cast<std::size_t>(p));
+  peers->sent_.assign(static_cast<std::size_t>(p), Sent{.writer = InboxWriter(stores)});
   // Why this rank cannot use shared memory, empty when it can.
   std::string problem = enabled ? "" : fmt::format("rank {}: shared memory turned off (RINGGRAD_SHM=0)", r);
   if (problem.empty()) {

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "collectives/links/shm_copy.h"
 #include "transport/shared_memory.h"
 #include "transport/transport.h"
 
@@ -65,9 +66,10 @@ class ShmPeers {
   /// and maps every other rank's. Returns nullptr when some rank cannot map some segment
   /// (ranks on several hosts, or separate /dev/shm) or has it turned off (`enabled` false),
   /// with the first reason in `why`: the caller keeps TCP. Throws TransportError when ranks
-  /// use different chunk sizes or a peer is gone.
+  /// use different chunk sizes or a peer is gone. `stores` picks how this rank writes pieces
+  /// (shm_copy.h); ranks may differ in it.
   static std::unique_ptr<ShmPeers> connect(transport::Transport& transport, std::size_t chunk_bytes, bool enabled,
-                                           std::string& why);
+                                           ShmStores stores, std::string& why);
 
   std::size_t chunk_bytes() const { return chunk_bytes_; }
   /// CPUs the ranks may run on together: the union of their affinity masks (taskset, cpusets,
@@ -89,9 +91,11 @@ class ShmPeers {
 
   /// This rank's own count of the pieces it put in `to`'s inbox, and the last `consumed` it read
   /// there: the receiver's line is read again only when that one says the inbox is full, so a
-  /// small piece costs the sender no wait for it. Only the thread running a task touches it.
+  /// small piece costs the sender no wait for it. And how it writes them there. Only the thread
+  /// running a task touches it.
   struct Sent {
     std::uint32_t written = 0, consumed = 0;
+    InboxWriter writer;
   };
   Sent& sent(int to) { return sent_[static_cast<std::size_t>(to)]; }
 

@@ -276,7 +276,7 @@ TEST_CASE("a broadcast of more than 2 GiB arrives whole", "[collectives][large]"
   }, options));
 }
 
-TEST_CASE("CommOptions::from_env refuses chunk sizes outside 4 KiB to 1 GiB, negative numbers and switches past 1, reads the poll time", "[collectives]") {
+TEST_CASE("CommOptions::from_env refuses chunk sizes outside 4 KiB to 1 GiB, negative numbers and switches past 1, reads the poll time and the stores", "[collectives]") {
   const auto with = [](const char* name, const char* value) {
     ::setenv(name, value, 1);
     std::string error;
@@ -311,6 +311,14 @@ TEST_CASE("CommOptions::from_env refuses chunk sizes outside 4 KiB to 1 GiB, neg
   ::setenv("RINGGRAD_SHM_POLL_US", "250", 1);
   CHECK(collectives::CommOptions::from_env().shm_poll == std::chrono::microseconds(250));
   ::unsetenv("RINGGRAD_SHM_POLL_US");
+  CHECK(with("RINGGRAD_SHM_STREAM", "2") == "RINGGRAD_SHM_STREAM=2 must be 0 (off) or 1 (on)");
+  CHECK(with("RINGGRAD_SHM_STREAM", "auto") == "RINGGRAD_SHM_STREAM='auto' is not a whole number");
+  CHECK(collectives::CommOptions::from_env().shm_stores == collectives::ShmStores::kAuto);  // unset: by measurement
+  for (const auto& [value, stores] : {std::pair{"0", collectives::ShmStores::kPlain}, std::pair{"1", collectives::ShmStores::kStreaming}}) {
+    ::setenv("RINGGRAD_SHM_STREAM", value, 1);
+    CHECK(collectives::CommOptions::from_env().shm_stores == stores);
+  }
+  ::unsetenv("RINGGRAD_SHM_STREAM");
 }
 
 TEST_CASE("RINGGRAD_FLIGHT_RECORDER_ENTRIES is a whole number up to a million, and 0 turns recording off", "[collectives]") {
@@ -363,7 +371,7 @@ TEST_CASE("the CPUs ranks share are the union of their affinity masks", "[collec
       check(sched_setaffinity(0, sizeof one, &one) == 0, "sched_setaffinity");
       transport::Transport transport(config);
       std::string why;
-      auto peers = collectives::ShmPeers::connect(transport, 1 << 16, true, why);
+      auto peers = collectives::ShmPeers::connect(transport, 1 << 16, true, collectives::ShmStores::kAuto, why);
       check(peers != nullptr, fmt::format("rank {}: no shared memory: {}", config.rank, why));
       check(peers->cpus() == (apart ? 2 : 1), fmt::format("rank {}: {} CPUs together", config.rank, peers->cpus()));
     }));

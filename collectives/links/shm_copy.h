@@ -1,0 +1,63 @@
+// How a sender writes a piece into a peer's shared-memory inbox: with plain stores (memcpy), or
+// with streaming (non-temporal) stores, which go to memory without first fetching each line into
+// the writer's cache.
+//
+// Plain stores are the right choice when the two ranks' cores share a last-level cache: the
+// receiver then finds the piece there. When they do not, every plain store must first take its
+// line away from the receiver's cache, which read that slot a few pieces ago, one line at a time.
+// On the 2-core EPYC VM of docs/collectives.md ("Plain or streaming stores"), whose host moves its
+// two virtual CPUs between runs and sometimes within one, plain copies of 128 KiB pieces ran at
+// 2-2.5 GB/s in that case and at 8-30 GB/s otherwise, streaming stores at 27-30 GB/s in both; but
+// a receiver reads a streamed piece from memory, not from a shared cache, so streaming everything
+// made the all-reduce 1.5x slower whenever the cache was shared. So by default a sender times its
+// plain copies of large pieces and streams for a while after two slow ones in a row.
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+
+namespace ringgrad::collectives {
+
+/// Which stores write pieces into inboxes: RINGGRAD_SHM_STREAM unset (kAuto, by measurement), 0
+/// (kPlain) or 1 (kStreaming).
+enum class ShmStores { kAuto, kPlain, kStreaming };
+
+/// dst <- src, n bytes, by streaming stores where the CPU has them (SSE2 on x86; elsewhere this is
+/// memcpy), fenced before it returns, so that a release store after it publishes the bytes. dst
+/// is 16-byte aligned; src need not be.
+void copy_streaming(std::byte* dst, const std::byte* src, std::size_t n);
+
+/// One sender's writes into one receiver's inbox, and the rule that picks their stores. Only the
+/// thread running a task touches it.
+class InboxWriter {
+ public:
+  /// Plain copies of at least this many bytes are timed (a smaller one is too short to time well),
+  /// and only pieces this large are ever streamed under kAuto.
+  static constexpr std::size_t kTimedBytes = 32 << 10;
+  /// A plain copy below this rate (bytes per ns = GB/s) is slow: between the 2-2.5 GB/s of plain
+  /// copies that take each line from the other cache and the 8-30 GB/s of the rest.
+  static constexpr double kSlowBytesPerNs = 4.0;
+  /// Pieces streamed after two slow plain copies in a row, before a plain copy looks again
+  /// (one slow look then streams again, so a lasting slow case costs one slow piece in 257).
+  static constexpr std::uint32_t kStreamPieces = 256;
+
+  explicit InboxWriter(ShmStores stores = ShmStores::kAuto) : stores_(stores) {}
+
+  /// Copies a piece of n bytes to dst (in the inbox's slot) by the stores the rule picks.
+  void write(std::byte* dst, const std::byte* src, std::size_t n);
+  /// Whether a piece of n bytes would go by streaming stores now.
+  bool streams(std::size_t n) const;
+  /// The rule's input, a plain copy of n bytes that took `took` (write() times its own; public so
+  /// that tests can feed it times).
+  void plain_copy_took(std::size_t n, std::chrono::nanoseconds took);
+  /// The rule's other input: a piece streamed.
+  void streamed();
+
+ private:
+  ShmStores stores_;
+  std::uint32_t stream_left_ = 0;  // pieces to stream before the next plain copy looks
+  std::uint32_t slow_in_row_ = 0;  // slow plain copies in a row (a run of streaming counts as one)
+};
+
+}  // namespace ringgrad::collectives
