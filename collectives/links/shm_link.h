@@ -1,12 +1,13 @@
 // ShmLink: the Link for host memory when every rank is on this host. A piece goes into a slot of
 // the receiver's inbox (shm_peers.h) and is announced by its number in the slot's head line; a
 // piece of at most kShmInlineBytes rides in that line itself, so it crosses in one cache-line
-// transfer (Open MPI's shared-memory "fast boxes" do the same). The receiver copies or reduces
-// it out and bumps `consumed`, which frees the slot. Each word has one writer, so no locks:
-// release/acquire on the numbers and counts orders the data. A rank with nothing to do polls
-// for a while (shm_poll_default), then sleeps on its doorbell (a futex) until a peer rings it,
-// checking every few milliseconds that its peers are alive. A peer that polls is never rung: a
-// small piece costs its cache line and nothing else.
+// transfer (Open MPI's shared-memory "fast boxes" do the same). A larger piece goes into its
+// slot by plain or streaming stores, as the sender's InboxWriter measures (shm_copy.h). The
+// receiver copies or reduces it out and bumps `consumed`, which frees the slot. Each word has
+// one writer, so no locks: release/acquire on the numbers and counts orders the data. A rank
+// with nothing to do polls for a while (shm_poll_default), then sleeps on its doorbell (a futex)
+// until a peer rings it, checking every few milliseconds that its peers are alive. A peer that
+// polls is never rung: a small piece costs its cache line and nothing else.
 #pragma once
 
 #include <atomic>
