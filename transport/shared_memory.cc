@@ -24,11 +24,8 @@
 namespace ringgrad::transport {
 namespace {
 
-// MAP_POPULATE: this process's page table entries for the whole segment now, so that the
-// first piece into each slot pays no minor fault per 4 KiB page (a sender that times its copies,
-// collectives/links/shm_copy.h, would take those faults for slow memory).
 std::byte* map(int fd, std::size_t bytes, const std::string& name) {
-  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  void* p = ::mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   const int err = errno;
   ::close(fd);
   if (p == MAP_FAILED) throw TransportError(fmt::format("cannot map shared memory {}: {}", name, std::strerror(err)));

@@ -1,6 +1,8 @@
 // Plain or streaming stores into an inbox (shm_copy.h): the streaming copy, and the rule.
 #include "collectives/links/shm_copy.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <cstring>
 
 #if defined(__SSE2__)
@@ -11,9 +13,10 @@ namespace ringgrad::collectives {
 
 void copy_streaming(std::byte* dst, const std::byte* src, std::size_t n) {
 #if defined(__SSE2__)
-  // A line (four 16-byte stores) at a time, so that each line's stores fill one write-combining
-  // buffer; the tail under a line goes by memcpy.
-  std::size_t i = 0;
+  // Whole lines (four 16-byte stores each), so that each line's stores fill one write-combining
+  // buffer; the bytes before dst's first line boundary and the tail under a line go by memcpy.
+  std::size_t i = std::min<std::size_t>(n, (64 - reinterpret_cast<std::uintptr_t>(dst) % 64) % 64);
+  std::memcpy(dst, src, i);
   for (; i + 64 <= n; i += 64) {
     for (std::size_t k = 0; k < 64; k += 16) {
       const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i + k));
@@ -53,7 +56,7 @@ void InboxWriter::plain_copy_took(std::size_t n, std::chrono::nanoseconds took) 
   if (stores_ != ShmStores::kAuto || n < kTimedBytes) return;
   const bool slow = static_cast<double>(n) < kSlowBytesPerNs * static_cast<double>(took.count());
   slow_in_row_ = slow ? slow_in_row_ + 1 : 0;
-  if (slow_in_row_ >= 2) {  // one slow copy may be a preemption or a cold source; two in a row are not
+  if (slow_in_row_ >= kSlowInRow) {
     stream_left_ = kStreamPieces;
     slow_in_row_ = 0;
   }
@@ -61,7 +64,7 @@ void InboxWriter::plain_copy_took(std::size_t n, std::chrono::nanoseconds took) 
 
 void InboxWriter::streamed() {
   if (stores_ == ShmStores::kAuto && stream_left_ > 0 && --stream_left_ == 0)
-    slow_in_row_ = 1;  // so that one slow look streams again
+    slow_in_row_ = kSlowInRow - 1;  // so that one slow look streams again
 }
 
 }  // namespace ringgrad::collectives

@@ -10,7 +10,7 @@
 // 2-2.5 GB/s in that case and at 8-30 GB/s otherwise, streaming stores at 27-30 GB/s in both; but
 // a receiver reads a streamed piece from memory, not from a shared cache, so streaming everything
 // made the all-reduce 1.5x slower whenever the cache was shared. So by default a sender times its
-// plain copies of large pieces and streams for a while after two slow ones in a row.
+// plain copies of large pieces and streams for a while after kSlowInRow slow ones in a row.
 #pragma once
 
 #include <chrono>
@@ -24,8 +24,9 @@ namespace ringgrad::collectives {
 enum class ShmStores { kAuto, kPlain, kStreaming };
 
 /// dst <- src, n bytes, by streaming stores where the CPU has them (SSE2 on x86; elsewhere this is
-/// memcpy), fenced before it returns, so that a release store after it publishes the bytes. dst
-/// is 16-byte aligned; src need not be.
+/// memcpy), fenced before it returns, so that a release store after it publishes the bytes.
+/// Neither pointer need be aligned: bytes before dst's first 64-byte boundary, and after its
+/// last, go by memcpy (inbox slots start on one, shm_peers.h).
 void copy_streaming(std::byte* dst, const std::byte* src, std::size_t n);
 
 /// One sender's writes into one receiver's inbox, and the rule that picks their stores. Only the
@@ -38,8 +39,12 @@ class InboxWriter {
   /// A plain copy below this rate (bytes per ns = GB/s) is slow: between the 2-2.5 GB/s of plain
   /// copies that take each line from the other cache and the 8-30 GB/s of the rest.
   static constexpr double kSlowBytesPerNs = 4.0;
-  /// Pieces streamed after two slow plain copies in a row, before a plain copy looks again
-  /// (one slow look then streams again, so a lasting slow case costs one slow piece in 257).
+  /// Slow plain copies in a row that switch to streaming. One more than an inbox's slots: the
+  /// first large piece into each slot may fault its pages in, and one slow copy alone may be a
+  /// preemption.
+  static constexpr std::uint32_t kSlowInRow = 5;
+  /// Pieces streamed after kSlowInRow slow plain copies, before a plain copy looks again (one
+  /// slow look then streams again, so a lasting slow case costs one slow piece in 257).
   static constexpr std::uint32_t kStreamPieces = 256;
 
   explicit InboxWriter(ShmStores stores = ShmStores::kAuto) : stores_(stores) {}
@@ -57,7 +62,7 @@ class InboxWriter {
  private:
   ShmStores stores_;
   std::uint32_t stream_left_ = 0;  // pieces to stream before the next plain copy looks
-  std::uint32_t slow_in_row_ = 0;  // slow plain copies in a row (a run of streaming counts as one)
+  std::uint32_t slow_in_row_ = 0;  // slow plain copies in a row (a run of streaming counts as all but one)
 };
 
 }  // namespace ringgrad::collectives

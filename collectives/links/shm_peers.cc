@@ -19,10 +19,13 @@ namespace {
 static_assert(sizeof(ShmInbox) % 64 == 0 && sizeof(ShmDoorbell) == 64);
 
 // A segment: the doorbell, p inboxes' heads (one inbox per sender; the owner's own is unused), then
-// p x kShmSlots slots. Every offset is a multiple of 64 bytes.
+// p x kShmSlots slots. Every offset is a multiple of 64 bytes: a slot takes chunk_bytes rounded
+// up to a cache line (a chunk may be any multiple of 8), so no two slots share a line and every
+// slot starts where streaming stores can write whole lines.
 std::size_t headers_bytes(int p) { return sizeof(ShmDoorbell) + static_cast<std::size_t>(p) * sizeof(ShmInbox); }
+std::size_t slot_stride(std::size_t chunk) { return (chunk + 63) / 64 * 64; }
 std::size_t segment_bytes(int p, std::size_t chunk) {
-  return headers_bytes(p) + static_cast<std::size_t>(p) * kShmSlots * chunk;
+  return headers_bytes(p) + static_cast<std::size_t>(p) * kShmSlots * slot_stride(chunk);
 }
 
 }  // namespace
@@ -89,7 +92,7 @@ ShmInbox& ShmPeers::inbox(int owner, int sender) const {
 
 std::byte* ShmPeers::slot(int owner, int sender, std::uint32_t k) const {
   const std::size_t index = static_cast<std::size_t>(sender) * kShmSlots + k % kShmSlots;
-  return segments_[static_cast<std::size_t>(owner)].data() + headers_bytes(world_size_) + index * chunk_bytes_;
+  return segments_[static_cast<std::size_t>(owner)].data() + headers_bytes(world_size_) + index * slot_stride(chunk_bytes_);
 }
 
 void ShmPeers::ring(int rank) const {

@@ -22,6 +22,9 @@ namespace ringgrad::collectives {
 
 /// Pieces an inbox holds: the sender runs at most this far ahead of the receiver.
 constexpr int kShmSlots = 4;
+// A sender's first pass over an inbox's slots faults their pages in (one slow copy per slot at
+// most): the rule that picks the stores must not take that for slow memory (shm_copy.h).
+static_assert(InboxWriter::kSlowInRow > kShmSlots);
 
 /// The words two processes meet on. Each is written by one side only, except `rings` and
 /// `aborted`.
@@ -78,7 +81,7 @@ class ShmPeers {
   ShmDoorbell& doorbell(int rank) const;
   /// The inbox in `owner`'s segment that `sender` writes into.
   ShmInbox& inbox(int owner, int sender) const;
-  /// Slot k of that inbox: chunk_bytes bytes.
+  /// Slot k of that inbox: chunk_bytes bytes, starting on a cache line.
   std::byte* slot(int owner, int sender, std::uint32_t k) const;
   /// Wakes `rank` if it sleeps (call after giving it a piece or a free slot).
   void ring(int rank) const;

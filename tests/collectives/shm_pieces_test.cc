@@ -69,11 +69,14 @@ TEST_CASE("all-reduces over shared memory sum right at every size around the inl
   // Ring and one-shot, so pieces of every size travel both inline and in slots while both
   // ranks send at once; 3 ranks so that each inbox sees two senders' turns interleave. Slot
   // pieces written by plain stores, and by streaming stores (links/shm_copy.h) whose tails
-  // under a cache line go by memcpy; rank 2 keeps the default, which ranks may differ in.
+  // under a cache line go by memcpy; rank 2 keeps the default, which ranks may differ in. A
+  // chunk of 8 mod 16 bytes too: its slots once began off a 16-byte boundary, where a
+  // streaming store faults.
   const auto stores = GENERATE(collectives::ShmStores::kPlain, collectives::ShmStores::kStreaming);
+  const std::size_t chunk = GENERATE(as<std::size_t>{}, kChunk, kChunk + 8);
   require_all_ok(run_ranks(3, [&](const transport::Config& config) {
     collectives::CommOptions options;
-    options.chunk_bytes = kChunk;
+    options.chunk_bytes = chunk;
     options.check_args = false;  // the pieces themselves, not the check's header, carry the vectors
     if (config.rank < 2) options.shm_stores = stores;
     Communicator comm(config, options);
@@ -86,8 +89,8 @@ TEST_CASE("all-reduces over shared memory sum right at every size around the inl
         comm.all_reduce(Buffer{x.data(), n, DType::kInt32}, Buffer{x.data(), n, DType::kInt32}, ReduceOp::SUM, algo);
         for (std::size_t i = 0; i < n; ++i)
           check(x[i] == static_cast<std::int32_t>(i % 1000) * 6,
-                fmt::format("rank {}, {} int32, {}, stores {}: element {} is {}", r, n, collectives::algo_name(algo),
-                            static_cast<int>(stores), i, x[i]));
+                fmt::format("rank {}, {} int32, {}, stores {}, chunk {}: element {} is {}", r, n,
+                            collectives::algo_name(algo), static_cast<int>(stores), chunk, i, x[i]));
       }
     }
     check(comm.host_path() == "shared memory", fmt::format("rank {}: host path {}", r, comm.host_path()));
