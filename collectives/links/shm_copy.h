@@ -5,9 +5,9 @@
 // Plain stores are the right choice when the two ranks' cores share a last-level cache: the
 // receiver then finds the piece there. When they do not, every plain store must first take its
 // line away from the receiver's cache, which read that slot a few pieces ago, one line at a time.
-// On the 2-core EPYC VM of docs/collectives.md ("Plain or streaming stores"), whose host moves its
-// two virtual CPUs between runs and sometimes within one, plain copies of 128 KiB pieces ran at
-// 2-2.5 GB/s in that case and at 8-30 GB/s otherwise, streaming stores at 27-30 GB/s in both; but
+// On the 2-core EPYC VM of docs/collectives.md ("Plain or streaming stores"), where that case came
+// and went between runs and sometimes within one, plain copies of 128 KiB pieces ran at
+// 2-2.5 GB/s in it and at 8-30 GB/s otherwise, streaming stores at 27-30 GB/s in both; but
 // a receiver reads a streamed piece from memory, not from a shared cache, so streaming everything
 // made the all-reduce 1.5x slower whenever the cache was shared. So by default a sender times its
 // plain copies of large pieces and streams for a while after kSlowInRow slow ones in a row.

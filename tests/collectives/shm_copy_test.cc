@@ -1,5 +1,5 @@
 // Writing pieces into a shared-memory inbox (collectives/links/shm_copy.h): the streaming copy
-// leaves the same bytes as memcpy at every length and source offset, and the rule that picks
+// leaves the same bytes as memcpy at every length and alignment, and the rule that picks
 // plain or streaming stores does what its comments say when fed the times of plain copies.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
