@@ -10,7 +10,8 @@
 // with none, to a held buffer; what was already read into the head's buffer moves with it (and
 // bytes read past the message's end are kept in carry_ and consumed before the socket). Held
 // messages wait, per stream, for the next receive of their stream: while a stream has held
-// messages it has no queued receive.
+// messages it has no queued receive. A receive of at most N bytes (recv_up_to) reads N after the
+// header as well, in the same one call, and keeps what lies past its message's end in carry_.
 
 #include "transport/channel.h"
 
@@ -86,7 +87,7 @@ bool Channel::take_held_locked(Op& op) {
   if (it->second.empty()) held_.erase(it);
   op.complete = true;
   op.header_done = wire::kFrameHeaderBytes;
-  if (held->tag != op.tag || held->size != op.size) {
+  if (!accepts(op, held->tag, held->size)) {
     op.error = message(op, mismatch(op, held->tag, held->size));
     return true;
   }
@@ -121,7 +122,7 @@ Op* Channel::redirect_locked(Op& op, const wire::FrameHeader& header, std::strin
   Op* target = nullptr;
   for (Op *prev = &op, *q = op.next; q != nullptr; prev = std::exchange(q, q->next)) {
     if (q->stream != header.stream) continue;
-    if (q->tag != header.tag || q->size != header.length) {
+    if (!accepts(*q, header.tag, header.length)) {
       cause = mismatch(*q, header.tag, header.length);
       return nullptr;
     }
@@ -150,12 +151,7 @@ Op* Channel::redirect_locked(Op& op, const wire::FrameHeader& header, std::strin
   // is the start of the next one.
   const uint64_t read = op.payload_done, mine = std::min(read, header.length);
   if (mine > 0) std::memcpy(target->data, op.data, mine);
-  if (read > mine) {
-    std::vector<std::byte> rest(op.data + mine, op.data + read);
-    rest.insert(rest.end(), carry_.begin() + static_cast<std::ptrdiff_t>(carry_pos_), carry_.end());
-    carry_ = std::move(rest);
-    carry_pos_ = 0;
-  }
+  if (read > mine) carry_over(op.data + mine, read - mine);
   target->header = op.header;
   target->header_done = wire::kFrameHeaderBytes;
   target->payload_done = mine;
@@ -164,6 +160,14 @@ Op* Channel::redirect_locked(Op& op, const wire::FrameHeader& header, std::strin
   target->next = &op;
   head_ = target;
   return target;
+}
+
+// Bytes read past a message's end start the next one: they go before whatever carry_ holds.
+void Channel::carry_over(const std::byte* bytes, uint64_t n) {
+  std::vector<std::byte> rest(bytes, bytes + n);
+  rest.insert(rest.end(), carry_.begin() + static_cast<std::ptrdiff_t>(carry_pos_), carry_.end());
+  carry_ = std::move(rest);
+  carry_pos_ = 0;
 }
 
 // Fills iov from carry_ as a recvmsg would from the socket; returns the bytes moved.
@@ -270,9 +274,14 @@ Channel::Step Channel::step(Op*& current, bool blocking, uint64_t budget, std::s
           Op* target = redirect_locked(op, header, cause);
           if (target == nullptr) return Step::failed;
           current = target;
-        } else if (header.tag != op.tag || header.length != op.size) {
+        } else if (!accepts(op, header.tag, header.length)) {
           cause = mismatch(op, header.tag, header.length);
           return Step::failed;
+        } else if (op.payload_done > op.size) {
+          // A receive of at most `size` bytes read that many, and the message was shorter.
+          carry_over(op.data + op.size, op.payload_done - op.size);
+          got -= op.payload_done - op.size;
+          op.payload_done = op.size;
         }
       }
       moved += got;
@@ -310,10 +319,17 @@ std::string Channel::check_header(const Op& op, wire::FrameHeader& header) {
   return {};
 }
 
+bool Channel::accepts(Op& op, uint64_t tag, uint64_t length) {
+  if (tag != op.tag || length > op.size || (length < op.size && !op.up_to)) return false;
+  op.size = length;  // a receive of at most size bytes takes the message's length
+  op.up_to = false;
+  return true;
+}
+
 std::string Channel::mismatch(const Op& op, uint64_t tag, uint64_t length) const {
-  return fmt::format("mismatch: the next message from rank {}{} has {} and {} bytes, this receive expects {} and {} "
+  return fmt::format("mismatch: the next message from rank {}{} has {} and {} bytes, this receive expects {} and {}{} "
                      "bytes", conn_.peer(), op.stream == 0 ? "" : fmt::format(" on stream {}", op.stream), describe_tag(tag),
-                     length, describe_tag(op.tag), op.size);
+                     length, describe_tag(op.tag), op.up_to ? "at most " : "", op.size);
 }
 
 // --- Drivers -----------------------------------------------------------------------------------

@@ -40,6 +40,7 @@ struct Op {
   uint64_t tag = 0;
   std::byte* data = nullptr;  // a send only reads it
   uint64_t size = 0;          // payload bytes
+  bool up_to = false;         // a receive of at most `size` bytes: size becomes the message's length
   uint64_t seq = 0;           // a send: position in this direction's byte stream
   wire::FrameBytes header{};  // send: encoded when queued; recv: filled from the socket
   uint64_t header_done = 0;
@@ -80,12 +81,16 @@ class Channel {
   bool take_held_locked(Op& op);
   Op* redirect_locked(Op& op, const wire::FrameHeader& header, std::string& cause);
   void deliver_held_locked(std::unique_ptr<Op> held);
+  void carry_over(const std::byte* bytes, uint64_t n);
   uint64_t take_carry(const iovec* iov, int count);
   Op* finish_head_locked(Op& op, bool ok);
   void hand_to_progress();
   Step step(Op*& op, bool blocking, uint64_t budget, std::string& cause);
   Step poll_small_receive(Op*& op, std::string& cause);
   std::string check_header(const Op& op, wire::FrameHeader& header);
+  /// Whether a message of `tag` and `length` bytes is op's; a receive of at most op.size bytes
+  /// then takes the message's length as its size.
+  static bool accepts(Op& op, uint64_t tag, uint64_t length);
   std::string mismatch(const Op& op, uint64_t tag, uint64_t length) const;
   void drive_blocking(Op& op);
   void fail_all_locked();
@@ -108,7 +113,7 @@ class Channel {
   uint64_t next_seq_ = 0;
   // Receive side. The driver's own state, handed over with the driver under the mutex:
   uint64_t frames_read_ = 0;       // headers read so far (each must carry this seq)
-  std::vector<std::byte> carry_;   // bytes read past a held message's end, consumed first
+  std::vector<std::byte> carry_;   // bytes read past a message's end, consumed first
   std::size_t carry_pos_ = 0;
   // Guarded by the mutex:
   std::unique_ptr<Op> arriving_;                           // the held message being read

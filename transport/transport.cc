@@ -199,6 +199,13 @@ void Transport::recv(int peer, std::span<std::byte> data, uint64_t tag, uint32_t
   engine_->peer(peer, "recv")->channel(detail::Direction::recv).run(op);
 }
 
+std::size_t Transport::recv_up_to(int peer, std::span<std::byte> data, uint64_t tag, uint32_t stream) {
+  detail::Op op = make_op(detail::Direction::recv, data.data(), data.size(), tag, stream);
+  op.up_to = true;
+  engine_->peer(peer, "recv")->channel(detail::Direction::recv).run(op);
+  return op.size;
+}
+
 Request Transport::isend(int peer, std::span<const std::byte> data, uint64_t tag, uint32_t stream) {
   auto op = std::make_unique<detail::Op>(make_op(detail::Direction::send, data.data(), data.size(), tag, stream));
   op->conn = engine_->peer(peer, "isend");

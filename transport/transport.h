@@ -75,6 +75,10 @@ class Transport {
   /// Receives exactly data.size() bytes from peer. Throws TransportError if the next message
   /// from peer on `stream` has a different length or tag (the connection to peer is then closed).
   void recv(int peer, std::span<std::byte> data, uint64_t tag, uint32_t stream = 0);
+  /// Receives the next message from peer on `stream` into the start of data, whatever its length
+  /// up to data.size() bytes, and returns that length. Throws TransportError as recv does when the
+  /// tag differs or the message is longer than data.
+  std::size_t recv_up_to(int peer, std::span<std::byte> data, uint64_t tag, uint32_t stream = 0);
   /// Asynchronous versions: start the operation and return at once.
   Request isend(int peer, std::span<const std::byte> data, uint64_t tag, uint32_t stream = 0);
   Request irecv(int peer, std::span<std::byte> data, uint64_t tag, uint32_t stream = 0);
