@@ -38,9 +38,9 @@ import argparse
 import ctypes.util
 import json
 import os
-import random
 import shlex
 import shutil
+import socket
 import statistics
 import subprocess
 import sys
@@ -74,6 +74,14 @@ def machine():
     return {"cpu": model, "isa": isa, "cores": os.cpu_count(), "load": open("/proc/loadavg").read().split()[:3]}
 
 
+def free_port():
+    """A port no socket holds now, as the kernel picks one for a bind to port 0 (a random port
+    could be one that a connection of the job before still holds: "Address already in use")."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 class Job:
     """One command of a round and what it measured: {peer: {key: value}}, keys like ("time_us", 8)."""
 
@@ -87,8 +95,9 @@ class Job:
         self.needs = needs  # (what, path) pairs that must exist before anything runs
 
     def run(self, json_path, round_number, build):
-        command = [str(c).replace("{json}", json_path).replace("{port}", str(random.randint(20000, 40000)))
-                   .replace("{round}", str(round_number)) for c in self.command]
+        port = str(free_port())
+        command = [str(c).replace("{json}", json_path).replace("{port}", port).replace("{round}", str(round_number))
+                   for c in self.command]
         # {config:FLAGS}: the whole config train_gpt would run with FLAGS, for a twin to train the same run.
         command = [printed_config(build, c[len("{config:"):-1].split() + ["--seed", str(round_number)])
                    if c.startswith("{config:") else c for c in command]
