@@ -10,23 +10,18 @@
 
 #include <fmt/format.h>
 
-#include "tests/support/multiprocess.h"
+#include "tests/support/require_all_ok.h"
 #include "tests/transport/pattern.h"
 #include "transport/transport.h"
 
 namespace {
 
 using ringgrad::test::check;
-using ringgrad::test::describe;
 using ringgrad::test::pattern;
+using ringgrad::test::require_all_ok;
 using ringgrad::test::run_ranks;
 using ringgrad::transport::Config;
 using ringgrad::transport::Transport;
-
-void require_ok(const std::vector<ringgrad::test::RankResult>& results) {
-  INFO(describe(results));
-  for (const auto& r : results) REQUIRE(r.ok());
-}
 
 // The first `n` bytes of `buffer`.
 std::vector<std::byte> head(const std::vector<std::byte>& buffer, std::size_t n) {
@@ -37,7 +32,7 @@ std::vector<std::byte> head(const std::vector<std::byte>& buffer, std::size_t n)
 
 TEST_CASE("recv_up_to: messages sent back to back each arrive whole, shorter than the buffer or as long") {
   const std::vector<std::size_t> sizes = {0, 1, 31, 32, 33, 100, 4096, 16384, 7, 16384};
-  require_ok(run_ranks(2, [&](const Config& config) {
+  require_all_ok(run_ranks(2, [&](const Config& config) {
     Transport t(config);
     if (t.rank() == 0) {
       for (std::size_t i = 0; i < sizes.size(); ++i) t.send(1, pattern(sizes[i], i), 9);
@@ -57,7 +52,7 @@ TEST_CASE("recv_up_to: messages sent back to back each arrive whole, shorter tha
 }
 
 TEST_CASE("recv_up_to: a message held for its stream is taken whole, and one read on the way is held") {
-  require_ok(run_ranks(2, [&](const Config& config) {
+  require_all_ok(run_ranks(2, [&](const Config& config) {
     Transport t(config);
     if (t.rank() == 0) {
       t.send(1, pattern(10, 1), 4, 2);  // stream 2 first: read and held by stream 1's receive
@@ -82,7 +77,7 @@ TEST_CASE("recv_up_to: a message longer than the buffer, or of another tag, fail
     return std::string("no error");
   };
   const bool longer = GENERATE(true, false);
-  require_ok(run_ranks(2, [&](const Config& config) {
+  require_all_ok(run_ranks(2, [&](const Config& config) {
     Transport t(config);
     if (t.rank() == 0) {
       t.send(1, pattern(100, 0), longer ? 3 : 8);
