@@ -62,12 +62,13 @@ class Link {
   /// Where a received head's body goes: its bytes (empty: no body follows), given the head.
   using BodyFor = std::function<std::span<std::byte>(std::span<const std::byte> head)>;
 
-  /// Two messages each way for the wait of one: sends `head`, then `body` (may be empty), to
-  /// rank `to`; receives a head of head.size() bytes from rank `from` into `their_head`, then
+  /// A head and a body each way for the wait of one: sends `head`, then `body` (may be empty),
+  /// to rank `to`; receives a head of head.size() bytes from rank `from` into `their_head`, then
   /// the body `body_for(their_head)` says. Both sends leave before either receive waits, so a
   /// body costs no round trip of its own, and the receiver learns from the head how much body
   /// to take: ranks whose bodies differ in size stay in step. Head and body are at most one
   /// piece (chunk_bytes) each: both are in the peer's inbox, or on the wire, before it reads.
+  /// Over TCP a small head and body go as one message (links/host_link.cc).
   virtual void send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
                                 std::span<std::byte> their_head, const BodyFor& body_for) = 0;
 
