@@ -61,7 +61,7 @@ void HostLink::receive(int from, std::span<std::byte> into) {
 
 // A small head and body travel as one message (a second message on loopback TCP cost about as
 // much again as the first: 32 B all-reduces with the argument check took 25 us, 12 without);
-// larger ones as two, through the progress thread, in order. The receiver takes the next
+// larger ones as two, in order (post_send: the larger through the progress thread). The receiver takes the next
 // message whatever its length up to the largest that may carry both: past the head, the body.
 void HostLink::send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
                                 std::span<std::byte> their_head, const BodyFor& body_for) {
