@@ -1,6 +1,8 @@
-// Local validation of a call's buffers, and the cross-rank comparison of call descriptors.
+// Local validation of a call's buffers, the cross-rank comparison of call descriptors, and
+// the one-time comparison of whether the check is on.
 #include "collectives/check.h"
 
+#include "collectives/collective_error.h"
 #include "collectives/device_check.h"
 
 #include <algorithm>
@@ -257,19 +259,24 @@ std::string check_counts(Link& link, std::span<const std::size_t> send_counts, s
   return fmt::format("{}", fmt::join(wrong, "; "));
 }
 
+std::string ranks_disagree(const char* field, const std::vector<std::string>& value_of_rank) {
+  std::map<std::string, std::vector<std::size_t>> groups;  // value -> ranks, ascending
+  for (std::size_t r = 0; r < value_of_rank.size(); ++r) groups[value_of_rank[r]].push_back(r);
+  if (groups.size() <= 1) return {};
+  std::vector<std::string> parts;
+  for (const auto& [v, ranks] : groups)
+    parts.push_back(fmt::format("{} on rank{} {}", v, ranks.size() > 1 ? "s" : "", fmt::join(ranks, ", ")));
+  return fmt::format("ranks disagree on {}: {}", field, fmt::join(parts, "; "));
+}
+
 std::string find_disagreement(const std::vector<Descriptor>& all) {
   for (std::size_t r = 0; r < all.size(); ++r)
     if (all[r].head.invalid != 0)
       return fmt::format("invalid arguments on rank {}: {}", r, std::string(all[r].reason, strnlen(all[r].reason, sizeof all[r].reason)));
-  // For each field, ranks grouped by value: "1000 on ranks 0, 2; 999 on rank 1".
-  auto differ = [&](const char* field, const std::function<std::string(const Descriptor&)>& value) -> std::string {
-    std::map<std::string, std::vector<std::size_t>> groups;
-    for (std::size_t r = 0; r < all.size(); ++r) groups[value(all[r])].push_back(r);
-    if (groups.size() <= 1) return {};
-    std::vector<std::string> parts;
-    for (const auto& [v, ranks] : groups)
-      parts.push_back(fmt::format("{} on rank{} {}", v, ranks.size() > 1 ? "s" : "", fmt::join(ranks, ", ")));
-    return fmt::format("ranks disagree on {}: {}", field, fmt::join(parts, "; "));
+  auto differ = [&](const char* field, const std::function<std::string(const Descriptor&)>& value) {
+    std::vector<std::string> values;
+    for (const Descriptor& d : all) values.push_back(value(d));
+    return ranks_disagree(field, values);
   };
   const auto kind = [](const Descriptor& d) { return static_cast<CollKind>(d.head.kind); };
   if (auto e = differ("the collective", [&](const Descriptor& d) {
@@ -290,6 +297,15 @@ std::string find_disagreement(const std::vector<Descriptor>& all) {
   add(differ("chunk_bytes (RINGGRAD_CHUNK_BYTES)", [](const Descriptor& d) { return std::to_string(d.head.chunk_bytes); }));
   add(differ("backend (RINGGRAD_BACKEND)", [](const Descriptor& d) { return std::string(d.head.by_mpi ? "mpi" : "ringgrad"); }));
   return fmt::format("{}", fmt::join(found, "; "));
+}
+
+void agree_on_check(transport::Store& store, int rank, int world_size, bool check_args) {
+  const auto key = [](int r) { return fmt::format("ringgrad/check/{}", r); };
+  store.set(key(rank), check_args ? "on" : "off");
+  std::vector<std::string> values;
+  for (int r = 0; r < world_size; ++r) values.push_back(store.get(key(r)));
+  if (std::string why = ranks_disagree("the argument check (RINGGRAD_CHECK)", values); !why.empty())
+    throw CollectiveError(fmt::format("Communicator on rank {}: {}", rank, why));
 }
 
 }  // namespace ringgrad::collectives

@@ -17,6 +17,7 @@
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/buffer.h"
 #include "collectives/links/link.h"
+#include "transport/store.h"
 
 namespace ringgrad::collectives {
 
@@ -113,5 +114,15 @@ std::string check_counts(Link& link, std::span<const std::size_t> send_counts, s
 /// Empty when all agree and are valid; otherwise e.g. "ranks disagree on count: 1000 on
 /// ranks 0, 2; 999 on rank 1" or "invalid arguments on rank 1: ...". The same on every rank.
 std::string find_disagreement(const std::vector<Descriptor>& all);
+
+/// "ranks disagree on `field`: 4096 on rank 1; 131072 on ranks 0, 2" from each rank's value
+/// (by rank), or "" when all are equal.
+std::string ranks_disagree(const char* field, const std::vector<std::string>& value_of_rank);
+
+/// The check is on everywhere or nowhere: with it on one rank only, that rank would wait for
+/// headers that never come. Publishes this rank's setting in the rendezvous store, reads every
+/// rank's, and throws CollectiveError naming the ranks on each side when they differ (on every
+/// rank alike). Called once, as the job's Communicator starts; the store's timeout bounds it.
+void agree_on_check(transport::Store& store, int rank, int world_size, bool check_args);
 
 }  // namespace ringgrad::collectives

@@ -15,8 +15,9 @@
 namespace ringgrad::collectives {
 
 struct CommOptions {
-  /// Before each collective, every rank sends a 240-byte descriptor of its call to every other (one extra
-  /// message latency) and all compare: RINGGRAD_CHECK=0 turns it off.
+  /// Before each collective, every rank sends a 48-byte header of its call to every other and
+  /// all compare (a small call's data rides with it: check.h). RINGGRAD_CHECK=0 turns it off,
+  /// on every rank alike (the Communicator compares this setting once, as it starts).
   bool check_args = true;
   /// Default algorithm for calls that pass Algo::kAuto: RINGGRAD_ALGO=ring|tree|hd|auto. A
   /// collective that lacks the named algorithm falls back to auto.

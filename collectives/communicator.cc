@@ -108,6 +108,7 @@ Communicator::Communicator(std::unique_ptr<transport::Transport> transport, Comm
       host_buffers_(std::make_unique<HostBuffers>()) {
   options_.validate();
   check_backend(options_.backend, rank_);
+  if (world_size_ > 1) agree_on_check(transport_->store(), rank_, world_size_, options_.check_args);
   recorder_ = std::make_unique<FlightRecorder>(describe_rank(group_), rank_, flight_recorder_capacity());
   transport::set_tag_describer(describe_tag);  // transport errors say what a message was
 #if RINGGRAD_HAVE_MPI

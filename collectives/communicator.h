@@ -73,7 +73,8 @@ struct CommStats {
 class Communicator {
  public:
   /// Joins the job described by config (see transport::Transport). Throws TransportError;
-  /// CollectiveError when options.backend is nccl but this build has no NCCL or no GPU is visible.
+  /// CollectiveError when options.backend is nccl but this build has no NCCL or no GPU is visible,
+  /// or (on every rank) when some ranks have the argument check on and others off.
   explicit Communicator(const transport::Config& config, CommOptions options = CommOptions::from_env());
   explicit Communicator(std::unique_ptr<transport::Transport> transport, CommOptions options = CommOptions::from_env());
   /// Finishes the queued operations, then closes the connections.

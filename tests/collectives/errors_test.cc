@@ -2,7 +2,7 @@
 // CollectiveError on every rank naming the ranks and values, and the communicator stays usable;
 // a rank killed during a 64 MiB all_reduce makes every survivor throw within the timeout, over
 // shared memory and over TCP, and a rank that fails after finishing a collective leaves the ranks
-// behind to finish it.
+// behind to finish it; ranks that disagree on the check itself hear so as they start.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -445,6 +445,18 @@ TEST_CASE("ranks with different chunk sizes get the named error when a body woul
       comm.all_reduce(Buffer{x.data(), x.size(), DType::kFloat32}, Buffer{x.data(), x.size(), DType::kFloat32},
                       ReduceOp::SUM, Algo::kOneShot);
     }, {"ranks disagree on chunk_bytes (RINGGRAD_CHUNK_BYTES): 131072 on rank 0; 4096 on rank 1"});
+  }));
+}
+
+// With the check off on rank 1 only, rank 1's first collective would send data while the
+// others wait for its header: the ranks compare the setting as they start instead.
+TEST_CASE("ranks that disagree on RINGGRAD_CHECK get the named error as the communicator starts", "[collectives]") {
+  require_all_ok(run_ranks(3, [&](const transport::Config& config) {
+    collectives::CommOptions options;
+    options.check_args = config.rank != 1;
+    expect_error("check on ranks 0 and 2 only", [&] { Communicator comm(config, options); },
+                 {fmt::format("Communicator on rank {}: ", config.rank),
+                  "ranks disagree on the argument check (RINGGRAD_CHECK): off on rank 1; on on ranks 0, 2"});
   }));
 }
 
