@@ -480,9 +480,11 @@ bool Channel::test(Op& op) {
 
 std::string Channel::message(const Op& op, const std::string& cause) const {
   const bool send = dir_ == Direction::send;
-  return fmt::format("ringgrad transport: rank {}: {} {} rank {} ({}, {} bytes) failed after {} of {} bytes: {}",
+  // A receive of up to size bytes that has not yet seen its message's header says "at most".
+  const char* bound = op.up_to ? "at most " : "";
+  return fmt::format("ringgrad transport: rank {}: {} {} rank {} ({}, {}{} bytes) failed after {} of {}{} bytes: {}",
                      conn_.local_rank(), send ? "send" : "recv", send ? "to" : "from", conn_.peer(), describe_tag(op.tag),
-                     op.size, op.payload_done, op.size, cause);
+                     bound, op.size, op.payload_done, bound, op.size, cause);
 }
 
 std::string Channel::timeout_cause() const {

@@ -1,11 +1,13 @@
 // Receives of at most N bytes (Transport::recv_up_to) between real processes: each takes one
 // whole message, however much shorter than its buffer, and never the start of the next one,
 // whether the message is read from the socket or was held for its stream; a longer message or
-// another tag is an error that says so.
+// another tag is an error that says so, and a silent peer's timeout names the bound.
 
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <fmt/format.h>
@@ -19,6 +21,7 @@ namespace {
 using ringgrad::test::check;
 using ringgrad::test::pattern;
 using ringgrad::test::require_all_ok;
+using ringgrad::test::RunOptions;
 using ringgrad::test::run_ranks;
 using ringgrad::transport::Config;
 using ringgrad::transport::Transport;
@@ -89,4 +92,26 @@ TEST_CASE("recv_up_to: a message longer than the buffer, or of another tag, fail
                                         : "has tag 8 and 100 bytes, this receive expects tag 3 and at most 64 bytes";
     check(error.find(expected) != std::string::npos, "error was: " + error);
   }));
+}
+
+TEST_CASE("recv_up_to: a silent peer's timeout says the receive was of at most its buffer") {
+  RunOptions options;
+  options.timeout = std::chrono::seconds(1);
+  require_all_ok(run_ranks(2, [&](const Config& config) {
+    Transport t(config);
+    if (t.rank() == 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2500));  // connected and silent past rank 1's timeout
+      return;
+    }
+    std::vector<std::byte> in(64);
+    std::string error = "no error";
+    try {
+      t.recv_up_to(0, in, 3);
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+    check(error.find("rank 1: recv from rank 0 (tag 3, at most 64 bytes) failed after 0 of at most 64 bytes: no progress for 1 s") !=
+              std::string::npos,
+          "error was: " + error);
+  }, options));
 }
