@@ -53,6 +53,9 @@ HERE = Path(__file__).resolve().parent
 SECTIONS = ["all_reduce", "collectives", "gpt", "ddp", "mlp"]  # what "all" runs
 EXTRA = ["latency", "contest"]  # sections run only when named
 CEILING = "2 processes alone"  # the ddp section's no-communication ceiling
+# Every perf tool warms up for this long (ms) before each row, after its counted warm-up: a CPU
+# that sat idle runs slowly for its first milliseconds, whoever runs on it (perf_driver.cc).
+WARMUP_MS = "20"
 OUT_OF_PLACE, NO_CHECK = "ringgrad shm out-of-place", "ringgrad shm, no argument check"  # the latency section's
 GEMMS = "its GEMMs alone"  # the gpt section's ceiling: the step's GEMM shapes by OpenBLAS, nothing else
 CONTEST_RECIPES = {"speedrun": ["--config", "speedrun"], "baby": ["--config", "baby", "--batch_size", "24"]}
@@ -146,7 +149,7 @@ def jobs_for(sections, args, sizes):
     b = Path(args.build) / "bin"
     run2 = [b / "ringgrad-run", "--nproc-per-node", "2"]
     mpirun = [args.mpirun, "--oversubscribe", "-np", "2", "-x", "MASTER_ADDR=127.0.0.1", "-x", "MASTER_PORT={port}"]
-    sweep = ["-b", str(sizes[0]), "-e", str(sizes[-1]), "-f", "8", "-n", "50", "-w", "5", "--json", "{json}"]
+    sweep = ["-b", str(sizes[0]), "-e", str(sizes[-1]), "-f", "8", "-n", "50", "-w", "5", "--warmup_ms", WARMUP_MS, "--json", "{json}"]
     python = args.python
     torch = [("PyTorch (python3-torch)", python)]
     jobs = []
@@ -175,7 +178,7 @@ def jobs_for(sections, args, sizes):
         ]
     if "latency" in sections:
         # Small all-reduces, 10,000 calls a size, where a microsecond is the whole measurement.
-        small = ["-b", "8", "-e", "64K", "-f", "2", "-n", "10000", "-w", "1000", "--json", "{json}"]
+        small = ["-b", "8", "-e", "64K", "-f", "2", "-n", "10000", "-w", "1000", "--warmup_ms", WARMUP_MS, "--json", "{json}"]
         shm = lambda a: "ringgrad shm" if a.startswith("auto") else None
         jobs += [
             Job("latency", ["ringgrad shm", OUT_OF_PLACE], run2 + [b / "all_reduce_perf"] + small,
@@ -200,7 +203,7 @@ def jobs_for(sections, args, sizes):
             split = lambda a: "Open MPI shm" if a == "mpi" else "ringgrad shm" if a.startswith("auto") else None
             jobs.append(Job("collectives", ["ringgrad shm", "Open MPI shm"],
                             mpirun + [b / f"{tool}_perf", "--backend", "both", "-b", "8", "-e", "8M", "-f", "1024",
-                                      "-n", "50", "-w", "5", "--json", "{json}"],
+                                      "-n", "50", "-w", "5", "--warmup_ms", WARMUP_MS, "--json", "{json}"],
                             lambda _, path: perf_rows(path, split), needs=[("Open MPI (openmpi-bin)", args.mpirun)]))
     gpt = ["--data", args.data, "--config", "baby", "--max_iters", "45", "--eval_interval", "100000",
            "--sample_tokens", "0", "--log_interval", "100000", "--threads", "1"]

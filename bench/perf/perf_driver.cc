@@ -45,6 +45,7 @@ namespace reference = collectives::reference;
 struct Options {
   std::string min_bytes = "8", max_bytes = "64M", step_bytes;
   int step_factor = 2, iters = 20, warmup = 5, check = 1, root = 0, repeat = 1;
+  int warmup_ms = 0;
   std::string op = "sum", dtype = "float", algo = "auto", json, device = "cpu", backend = "ringgrad";
   std::string trace = std::getenv("RINGGRAD_TRACE") ? std::getenv("RINGGRAD_TRACE") : "";
   bool calibrate = false;
@@ -205,6 +206,20 @@ std::vector<Contender> mpi_contenders(Communicator& comm, CollKind kind) {
 }
 
 // The expected output of rank r (collectives/reference.h) for n elements, nccl-tests' size.
+// After the counted warm-up, more untimed calls until `ms` milliseconds have passed on every
+// rank. A CPU that sat idle runs slowly for its first milliseconds of work (on the 2-vCPU EPYC VMs
+// of docs/collectives.md, 8-byte all-reduces took 1.4x their later time for the first 2-4 ms, for
+// ringgrad and Open MPI alike), so a count of calls alone warms a fast call too briefly. Calls go
+// in batches of 8; after each the ranks agree on the least time passed, so all make the same calls.
+void warm_for(Communicator& comm, const std::function<void()>& call, int ms) {
+  const auto t0 = std::chrono::steady_clock::now();
+  for (double least = 0; least < ms;) {
+    for (int i = 0; i < 8; ++i) call();
+    least = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    comm.all_reduce(Buffer{&least, 1, DType::kFloat64}, Buffer{&least, 1, DType::kFloat64}, ReduceOp::MIN);
+  }
+}
+
 std::vector<std::byte> expected_output(CollKind k, int p, int r, std::size_t n, ReduceOp op, DType dt, int root) {
   const bool per_rank = gathers(k) || scatters(k) || k == CollKind::kAllToAll;
   return reference::expected_output(k, p, r, per_rank ? n / static_cast<std::size_t>(p) : n, op, dt, root);
@@ -282,8 +297,8 @@ int run(CollKind kind, const Options& o, const Sweep& sweep, Communicator& comm,
   const auto& [dtypes, ops, min_b, max_b, step_b] = sweep;
 
   if (lead) {
-    fmt::print("# ringgrad {}_perf: nranks {}, iters {}, warmup {}, repeat {}, check {}, argument check {}\n",
-               perf_name(kind), p, o.iters, o.warmup, o.repeat, o.check,
+    fmt::print("# ringgrad {}_perf: nranks {}, iters {}, warmup {} and {} ms, repeat {}, check {}, argument check {}\n",
+               perf_name(kind), p, o.iters, o.warmup, o.warmup_ms, o.repeat, o.check,
                comm.options().check_args ? "on (RINGGRAD_CHECK=0 turns it off)" : "off");
     fmt::print("# memory: {}, backend {}\n", device == collectives::kHost ? "host" : fmt::format("cuda:{} (rank 0)", device),
                o.backend);
@@ -358,6 +373,7 @@ int run(CollKind kind, const Options& o, const Sweep& sweep, Communicator& comm,
                 out.wrong = w;
               }
               for (int i = 0; i < o.warmup; ++i) call();
+              warm_for(comm, call, o.warmup_ms);
               comm.barrier();
               const auto t0 = std::chrono::steady_clock::now();
               for (int i = 0; i < o.iters; ++i) call();
@@ -439,6 +455,9 @@ int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vect
   app.add_option("-i,--stepbytes", o.step_bytes, "add this (1 byte or more) to the size each step instead of -f");
   app.add_option("-n,--iters", o.iters, "timed iterations per size")->capture_default_str();
   app.add_option("-w,--warmup_iters", o.warmup, "untimed iterations first")->capture_default_str();
+  app.add_option("--warmup_ms", o.warmup_ms, "then more untimed iterations, until this many milliseconds have passed "
+                                             "(a CPU that was idle runs slowly at first)")
+      ->check(CLI::Range(0, 60000))->capture_default_str();
   app.add_option("-c,--check", o.check, "check results against a serial reference: 0 or 1")
       ->check(CLI::Range(0, 1))->capture_default_str();
   app.add_option("-o,--op", o.op, "sum, prod, min, max, avg, all (or a comma list)")->capture_default_str();
