@@ -15,7 +15,7 @@ namespace ringgrad::collectives {
 /// the largest size asked for and stays.
 struct HostBuffers {
   std::vector<std::byte> scratch;    // HostLink: one received piece (chunk_bytes)
-  std::vector<std::byte> framed;     // HostLink: a head and its body as one message
+  std::vector<std::byte> framed;     // HostLink, ShmLink: a head and its body as one message
   std::vector<std::byte> workspace;  // Link::workspace: an algorithm's temporaries
 };
 

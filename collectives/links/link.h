@@ -68,7 +68,8 @@ class Link {
   /// body costs no round trip of its own, and the receiver learns from the head how much body
   /// to take: ranks whose bodies differ in size stay in step. Head and body are at most one
   /// piece (chunk_bytes) each: both are in the peer's inbox, or on the wire, before it reads.
-  /// Over TCP a small head and body go as one message (links/host_link.cc).
+  /// A small head and body go as one message over TCP (links/host_link.cc) and as one piece
+  /// over shared memory (links/shm_link.h).
   virtual void send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
                                 std::span<std::byte> their_head, const BodyFor& body_for) = 0;
 

@@ -28,9 +28,9 @@ class PollingLink : public Base {
   }
   /// Head and body go into the peer's inbox first (two pieces; a shared-memory inbox holds
   /// four), then this rank takes the peer's: one exchange's wait, run on this thread. The
-  /// argument check calls it on host links only.
+  /// argument check calls it on host links only (ShmLink sends a small pair as one piece).
   void send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
-                        std::span<std::byte> their_head, const typename Base::BodyFor& body_for) final {
+                        std::span<std::byte> their_head, const typename Base::BodyFor& body_for) override {
     this->send(to, head.data(), head.size());
     this->send(to, body.data(), body.size());
     if (from < 0) return;

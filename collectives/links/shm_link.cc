@@ -73,28 +73,82 @@ bool ShmLink::advance_send(Outgoing& out) {
   return true;
 }
 
-bool ShmLink::advance_recv(Incoming& in) {
-  ShmInbox& box = peers_.inbox(rank(), in.from);
+const ShmInbox::Head* ShmLink::arrived(int from) const {
+  const ShmInbox& box = peers_.inbox(rank(), from);
   const std::uint32_t consumed = box.receiver.consumed;  // only this rank writes it
   const ShmInbox::Head& head = box.heads[consumed % kShmSlots];
-  if (std::atomic_ref(head.number).load(std::memory_order_acquire) != consumed + 1) return false;
-  const std::size_t n = std::min(chunk_bytes(), in.bytes - in.done);
+  if (std::atomic_ref(head.number).load(std::memory_order_acquire) != consumed + 1) return nullptr;
   if (head.tag != tag_)
     throw transport::TransportError(fmt::format("rank {}: rank {} sent a piece of operation {:#x}, expected {:#x} (the "
-                                                "ranks disagree on the order of collectives)", rank(), in.from,
+                                                "ranks disagree on the order of collectives)", rank(), from,
                                                 head.tag, tag_));
-  if (head.bytes != n)
+  return &head;
+}
+
+const std::byte* ShmLink::piece(const ShmInbox::Head& head, int from) const {
+  return head.bytes <= kShmInlineBytes ? head.data : peers_.slot(rank(), from, peers_.inbox(rank(), from).receiver.consumed);
+}
+
+void ShmLink::consume(int from) {
+  std::uint32_t& consumed = peers_.inbox(rank(), from).receiver.consumed;
+  std::atomic_ref(consumed).store(consumed + 1, std::memory_order_release);
+  peers_.ring(from);
+}
+
+bool ShmLink::advance_recv(Incoming& in) {
+  const ShmInbox::Head* head = arrived(in.from);
+  if (head == nullptr) return false;
+  const std::size_t n = std::min(chunk_bytes(), in.bytes - in.done);
+  if (head->bytes != n)
     throw transport::TransportError(fmt::format("rank {}: rank {} sent a piece of {} bytes, expected {} (the ranks "
-                                                "disagree on the collective)", rank(), in.from, head.bytes, n));
-  const std::byte* piece = n <= kShmInlineBytes ? head.data : peers_.slot(rank(), in.from, consumed);
+                                                "disagree on the collective)", rank(), in.from, head->bytes, n));
   if (in.a == nullptr)
-    std::memcpy(in.dst + in.done, piece, n);
+    std::memcpy(in.dst + in.done, piece(*head, in.from), n);
   else
-    combine(in.dst + in.done, in.a + in.done, piece, n / dtype_size(in.dtype), in.dtype, in.op);
-  std::atomic_ref(box.receiver.consumed).store(consumed + 1, std::memory_order_release);
-  peers_.ring(in.from);
+    combine(in.dst + in.done, in.a + in.done, piece(*head, in.from), n / dtype_size(in.dtype), in.dtype, in.op);
+  consume(in.from);
   in.done += n;
   return true;
+}
+
+void ShmLink::send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
+                               std::span<std::byte> their_head, const BodyFor& body_for) {
+  const std::size_t together = head.size() + body.size();
+  if (!body.empty() && together <= std::min(kShmFramedBytes, chunk_bytes())) {
+    std::vector<std::byte>& framed = buffers().framed;
+    framed.assign(head.begin(), head.end());
+    framed.insert(framed.end(), body.begin(), body.end());
+    send(to, framed.data(), together);
+  } else {
+    send(to, head.data(), head.size());
+    send(to, body.data(), body.size());
+  }
+  if (from < 0) return;
+  // Wait for the head's piece as for any receive of head.size() bytes, then read its length.
+  const Outgoing none = Outgoing::of(-1, nullptr, 0);
+  const Incoming waiting = Incoming::copy(from, their_head.data(), their_head.size());
+  const ShmInbox::Head* h = arrived(from);
+  if (h == nullptr) {
+    const Clock::time_point last = Clock::now();
+    while ((h = arrived(from)) == nullptr) wait(none, waiting, last);
+  }
+  const std::size_t came = h->bytes;
+  if (came < their_head.size())
+    throw transport::TransportError(fmt::format("rank {}: rank {} sent a head of {} bytes, expected {} (the ranks "
+                                                "disagree on the collective)", rank(), from, came, their_head.size()));
+  const std::byte* p = piece(*h, from);
+  std::memcpy(their_head.data(), p, their_head.size());
+  const std::span<std::byte> their_body = body_for(their_head);
+  if (came == their_head.size()) {  // a head alone: its body, if any, is the next piece
+    consume(from);
+    recv(from, their_body.data(), their_body.size());
+    return;
+  }
+  if (came - their_head.size() != their_body.size())
+    throw transport::TransportError(fmt::format("rank {}: rank {} sent a body of {} bytes behind its head, which says {}",
+                                                rank(), from, came - their_head.size(), their_body.size()));
+  std::memcpy(their_body.data(), p + their_head.size(), their_body.size());
+  consume(from);
 }
 
 bool ShmLink::ready(const Outgoing& out, const Incoming& in) const {

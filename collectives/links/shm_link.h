@@ -38,6 +38,11 @@ struct ShmPoll {
   }
 };
 
+/// Head and body of a framed exchange that together fit this many bytes go as one piece: the
+/// receiver then waits for one piece, not two. Above it the sender's staging copy of the body
+/// would cost more than the piece it saves.
+constexpr std::size_t kShmFramedBytes = 4 << 10;
+
 class ShmLink final : public PollingLink<HostMemoryLink> {
  public:
   /// A link for collective number `seq`, whose pieces carry `tag` (the sequence number, or the
@@ -46,9 +51,22 @@ class ShmLink final : public PollingLink<HostMemoryLink> {
   ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t seq, uint64_t tag, const ShmPoll& poll,
           HostBuffers& buffers);
 
+  /// Head and body as one piece when they fit kShmFramedBytes and one piece, else as two. The
+  /// receiver tells the two apart by the piece's length: a piece longer than a head carries the
+  /// body, which must be as long as body_for() says (else TransportError).
+  void send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
+                        std::span<std::byte> their_head, const BodyFor& body_for) override;
+
  private:
   bool advance_send(Outgoing& out);
   bool advance_recv(Incoming& in);
+  // The head of the next piece from `from` when it has arrived (nullptr before); throws when
+  // it belongs to another operation.
+  const ShmInbox::Head* arrived(int from) const;
+  // Where the piece under `head` lies: in the head line or in its slot.
+  const std::byte* piece(const ShmInbox::Head& head, int from) const;
+  // Frees the slot of the piece just taken from `from`.
+  void consume(int from);
   void exchange(Outgoing out, Incoming in) override;
   // Whether the send has a free slot or the receive a piece waiting.
   bool ready(const Outgoing& out, const Incoming& in) const;
