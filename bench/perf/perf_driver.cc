@@ -205,21 +205,22 @@ std::vector<Contender> mpi_contenders(Communicator& comm, CollKind kind) {
 #endif
 }
 
-// The expected output of rank r (collectives/reference.h) for n elements, nccl-tests' size.
 // After the counted warm-up, more untimed calls until `ms` milliseconds have passed on every
 // rank. A CPU that sat idle runs slowly for its first milliseconds of work (on the 2-vCPU EPYC VMs
 // of docs/collectives.md, 8-byte all-reduces took 1.4x their later time for the first 2-4 ms, for
 // ringgrad and Open MPI alike), so a count of calls alone warms a fast call too briefly. Calls go
-// in batches of 8; after each the ranks agree on the least time passed, so all make the same calls.
+// in batches of 8; after each the ranks agree on the most time any still wants, so all make the
+// same calls (`ms` is the same on every rank: run() takes the largest --warmup_ms).
 void warm_for(Communicator& comm, const std::function<void()>& call, int ms) {
   const auto t0 = std::chrono::steady_clock::now();
-  for (double least = 0; least < ms;) {
+  for (double wanted = ms; wanted > 0;) {
     for (int i = 0; i < 8; ++i) call();
-    least = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-    comm.all_reduce(Buffer{&least, 1, DType::kFloat64}, Buffer{&least, 1, DType::kFloat64}, ReduceOp::MIN);
+    wanted = ms - std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    comm.all_reduce(Buffer{&wanted, 1, DType::kFloat64}, Buffer{&wanted, 1, DType::kFloat64}, ReduceOp::MAX);
   }
 }
 
+// The expected output of rank r (collectives/reference.h) for n elements, nccl-tests' size.
 std::vector<std::byte> expected_output(CollKind k, int p, int r, std::size_t n, ReduceOp op, DType dt, int root) {
   const bool per_rank = gathers(k) || scatters(k) || k == CollKind::kAllToAll;
   return reference::expected_output(k, p, r, per_rank ? n / static_cast<std::size_t>(p) : n, op, dt, root);
@@ -295,10 +296,13 @@ int run(CollKind kind, const Options& o, const Sweep& sweep, Communicator& comm,
   std::string model_line = fmt::format("defaults, --calibrate measures them: {}", comm.options().model.describe());
   if (o.calibrate) model_line = fmt::format("calibrated: {}", collectives::calibrate(comm).describe());
   const auto& [dtypes, ops, min_b, max_b, step_b] = sweep;
+  // Every rank warms up as long as the longest --warmup_ms asks: each enters warm_for alike.
+  int64_t warmup_ms = o.warmup_ms;
+  comm.all_reduce(Buffer{&warmup_ms, 1, DType::kInt64}, Buffer{&warmup_ms, 1, DType::kInt64}, ReduceOp::MAX);
 
   if (lead) {
     fmt::print("# ringgrad {}_perf: nranks {}, iters {}, warmup {} and {} ms, repeat {}, check {}, argument check {}\n",
-               perf_name(kind), p, o.iters, o.warmup, o.warmup_ms, o.repeat, o.check,
+               perf_name(kind), p, o.iters, o.warmup, warmup_ms, o.repeat, o.check,
                comm.options().check_args ? "on (RINGGRAD_CHECK=0 turns it off)" : "off");
     fmt::print("# memory: {}, backend {}\n", device == collectives::kHost ? "host" : fmt::format("cuda:{} (rank 0)", device),
                o.backend);
@@ -373,7 +377,7 @@ int run(CollKind kind, const Options& o, const Sweep& sweep, Communicator& comm,
                 out.wrong = w;
               }
               for (int i = 0; i < o.warmup; ++i) call();
-              warm_for(comm, call, o.warmup_ms);
+              warm_for(comm, call, static_cast<int>(warmup_ms));
               comm.barrier();
               const auto t0 = std::chrono::steady_clock::now();
               for (int i = 0; i < o.iters; ++i) call();
