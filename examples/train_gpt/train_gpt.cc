@@ -28,6 +28,7 @@
 #include "cli/numbers.h"
 #include "cli/parse.h"
 #include "cli/paths.h"
+#include "collectives/collective_error.h"
 #include "examples/train_gpt/model_parallel.h"
 #include "nn/data/char_dataset.h"
 #include "nn/data/idx.h"
@@ -559,6 +560,9 @@ int main(int argc, char** argv) {
     set_num_threads(threads);  // throws std::invalid_argument on a bad RINGGRAD_ONEDNN
     return train(cfg, paths, sampling, dist, placement);
   } catch (const nn::data::DataError& e) {
+    fmt::print(stderr, "train_gpt: {}\n", e.what());
+    return 2;
+  } catch (const collectives::CollectiveError& e) {  // ranks that disagree (RINGGRAD_CHECK): a restart would too
     fmt::print(stderr, "train_gpt: {}\n", e.what());
     return 2;
   } catch (const std::invalid_argument& e) {  // a batch that does not divide, a bad flag combination

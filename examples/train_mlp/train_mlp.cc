@@ -19,6 +19,7 @@
 #include "cli/numbers.h"
 #include "cli/parse.h"
 #include "cli/paths.h"
+#include "collectives/collective_error.h"
 #include "nn/data/fashion_mnist.h"
 #include "nn/data/idx.h"
 #include "nn/data/loader.h"
@@ -232,6 +233,9 @@ int main(int argc, char** argv) {
   try {
     return run(opt);
   } catch (const data::DataError& e) {
+    fmt::print(stderr, "train_mlp: {}\n", e.what());
+    return 2;
+  } catch (const collectives::CollectiveError& e) {  // ranks that disagree (RINGGRAD_CHECK): a restart would too
     fmt::print(stderr, "train_mlp: {}\n", e.what());
     return 2;
   } catch (const std::invalid_argument& e) {
