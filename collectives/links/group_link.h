@@ -23,6 +23,7 @@ class GroupLink final : public Link {
                         std::span<std::byte> their_head, const BodyFor& body_for) override {
     base_.send_recv_framed(base_rank(to), head, body, base_rank(from), their_head, body_for);
   }
+  std::size_t eager_bytes() const override { return base_.eager_bytes(); }
   void isend(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) override;
   void irecv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending) override;
   void copy(void* dst, const void* src, std::size_t bytes) override { base_.copy(dst, src, bytes); }

@@ -35,6 +35,8 @@ void HostLink::irecv(int from, void* data, std::size_t bytes, std::vector<Pendin
 // The same limit below which a blocking receive polls (transport/config.h).
 constexpr std::size_t kEagerBytes = transport::kPolledReceiveBytes;
 
+std::size_t HostLink::eager_bytes() const { return kEagerBytes; }
+
 void HostLink::post_send(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) {
   if (to < 0 || bytes == 0) return;  // the receiver skips empty transfers too
   if (bytes <= kEagerBytes && bytes <= chunk_bytes())

@@ -24,6 +24,8 @@ class HostLink final : public HostMemoryLink {
                  std::size_t recv_bytes) override;
   void send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst, const void* a,
                         std::size_t count, DType dtype, ReduceOp op) override;
+  /// kEagerBytes (16 KiB): the peer's socket buffer holds that much (loopback: 128 KiB).
+  std::size_t eager_bytes() const override;
   void send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
                         std::span<std::byte> their_head, const BodyFor& body_for) override;
   void isend(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) override;

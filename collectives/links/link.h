@@ -76,6 +76,11 @@ class Link {
   void send(int to, const void* data, std::size_t bytes) { send_recv(to, data, bytes, -1, nullptr, 0); }
   void recv(int from, void* data, std::size_t bytes) { send_recv(-1, nullptr, 0, from, data, bytes); }
 
+  /// Bytes this link may send one peer, in any number of messages, that complete without that
+  /// peer's receives (they fit its socket buffer): irecv_isend_waitall runs a batch within it
+  /// on this thread. 0 (the default): no such promise.
+  virtual std::size_t eager_bytes() const { return 0; }
+
   /// Posts the pieces of one message; completion goes to `pending` (peer -1: nothing).
   virtual void isend(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) = 0;
   virtual void irecv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending) = 0;

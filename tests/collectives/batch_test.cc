@@ -1,6 +1,7 @@
 // Batched send/recv: a ring exchange in both directions at once, of messages far larger than a
-// socket buffer (a blocking send first would deadlock), with 5 real processes; and a bad op
-// in a batch is a named error on the rank that made it.
+// socket buffer (a blocking send first would deadlock) and around the 16 KiB a peer that runs a
+// batch on the caller's thread (HostLink::eager_bytes), with 5 real processes and with 2 (whose
+// two sends go to one peer); and a bad op in a batch is a named error on the rank that made it.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -34,11 +35,14 @@ void expect_message(const std::vector<int32_t>& got, int from, int to) {
                                            value(from, to, i)));
 }
 
-void ring_both_ways(bool async) {
-  const auto results = run_ranks(5, [&](const transport::Config& config) {
+void ring_both_ways(bool async, int world_size) {
+  // 16 KiB to each peer runs on the caller's thread, 4 bytes more is posted; with 2 ranks both
+  // sends go to the one peer, so half of that each.
+  const std::size_t eager = (16 << 10) / sizeof(int32_t) / (world_size == 2 ? 2 : 1);
+  const auto results = run_ranks(world_size, [&](const transport::Config& config) {
     Communicator comm(config, collectives::CommOptions{});
     const int p = comm.world_size(), r = comm.rank(), right = (r + 1) % p, left = (r + p - 1) % p;
-    for (std::size_t n : {std::size_t{0}, std::size_t{1}, std::size_t{1000003}, std::size_t{4} << 20}) {
+    for (std::size_t n : {std::size_t{0}, std::size_t{1}, eager, eager + 1, std::size_t{1000003}, std::size_t{4} << 20}) {
       auto to_right = message(r, right, n), to_left = message(r, left, n);
       std::vector<int32_t> from_left(n, -1), from_right(n, -1);
       // Sends first on every rank: with blocking sends of 16 MiB this order would deadlock.
@@ -59,10 +63,14 @@ void ring_both_ways(bool async) {
 }  // namespace
 
 TEST_CASE("a batched ring exchange in both directions with 5 ranks arrives whole", "[collectives]") {
-  ring_both_ways(false);
+  ring_both_ways(false, 5);
 }
 
-TEST_CASE("batch_isend_irecv's Work completes the same exchange", "[collectives]") { ring_both_ways(true); }
+TEST_CASE("a batched exchange of 2 ranks, two sends to the one peer, arrives whole", "[collectives]") {
+  ring_both_ways(false, 2);
+}
+
+TEST_CASE("batch_isend_irecv's Work completes the same exchange", "[collectives]") { ring_both_ways(true, 5); }
 
 TEST_CASE("a bad op in a batch is refused on its rank, naming the op, and nothing is sent", "[collectives]") {
   const auto results = run_ranks(2, [](const transport::Config& config) {
