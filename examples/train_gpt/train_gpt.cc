@@ -562,7 +562,7 @@ int main(int argc, char** argv) {
   } catch (const nn::data::DataError& e) {
     fmt::print(stderr, "train_gpt: {}\n", e.what());
     return 2;
-  } catch (const collectives::CollectiveError& e) {  // ranks that disagree (RINGGRAD_CHECK): a restart would too
+  } catch (const collectives::CollectiveError& e) {  // ranks that disagree (RINGGRAD_CHECK) would again after a restart
     fmt::print(stderr, "train_gpt: {}\n", e.what());
     return 2;
   } catch (const std::invalid_argument& e) {  // a batch that does not divide, a bad flag combination

@@ -235,7 +235,7 @@ int main(int argc, char** argv) {
   } catch (const data::DataError& e) {
     fmt::print(stderr, "train_mlp: {}\n", e.what());
     return 2;
-  } catch (const collectives::CollectiveError& e) {  // ranks that disagree (RINGGRAD_CHECK): a restart would too
+  } catch (const collectives::CollectiveError& e) {  // ranks that disagree (RINGGRAD_CHECK) would again after a restart
     fmt::print(stderr, "train_mlp: {}\n", e.what());
     return 2;
   } catch (const std::invalid_argument& e) {
