@@ -1,11 +1,11 @@
 #!/usr/bin/env bash
 # The GPU check: on a machine with one GPU, nvcc, cmake and g++ (the other dependencies
 # carried in .deps/, see scripts/collect_deps.sh), builds into build-gpu, runs the GPU tests,
-# the GEMM and training benchmarks, the baby GPT on the GPU beside the CPU, nanoGPT's
-# shakespeare-char GPT for what time is left, and the collectives' own section; writes every
-# output and a summary.md to $OUT (else gpu_check_out/). All of it within 8 minutes: each step
-# has a time limit, and the big run's training budget is what the others leave (at most 300 s).
-# Without a GPU it builds, says so, and exits 0.
+# the GEMM and training benchmarks, the baby GPT on the GPU beside the CPU and as 2 DDP ranks,
+# nanoGPT's shakespeare-char GPT for what time is left, and the collectives' own section;
+# writes every output and a summary.md to $OUT (else gpu_check_out/). All of it within 8
+# minutes: each step has a time limit, and the big run's training budget is what the others
+# leave (at most 300 s). Without a GPU it builds, says so, and exits 0.
 #
 #   scripts/gpu_check.sh [TINYSHAKESPEARE_TXT]     (default ../shared/data/tinyshakespeare.txt)
 #   BUILD_DIR=build OUT=/tmp/check GPU_CHECK_SECONDS=600 scripts/gpu_check.sh
@@ -45,14 +45,23 @@ note "$(nvcc --version 2>/dev/null | tail -1), $(cmake --version | head -1), $(g
 note ""
 note "## Steps"
 
-step configure 120 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DRINGGRAD_WERROR=ON || {
+# NCCL, where the CUDA toolkit has none: the wheel PyTorch's python3 carries (nvidia-nccl-cu*).
+nccl_args=()
+nccl_dir=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
+if [[ ! -f /usr/local/cuda/include/nccl.h && -f $nccl_dir/include/nccl.h && -f $nccl_dir/lib/libnccl.so.2 ]]; then
+  nccl_args=(-DRINGGRAD_NCCL_INCLUDE="$nccl_dir/include" -DRINGGRAD_NCCL_LIBRARY="$nccl_dir/lib/libnccl.so.2")
+  note "NCCL from $nccl_dir"
+fi
+# Warnings do not stop this build: the GPU machine's g++ may be newer than CI's and warn more;
+# they stay in build.txt.
+step configure 120 cmake -S . -B "$build" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE=Release -DRINGGRAD_WERROR=OFF "${nccl_args[@]}" || {
   note "configure failed: see configure.txt"
   exit 1
 }
-step build 300 cmake --build "$build" -j 16 || {
-  note "build failed: see build.txt"
-  exit 1
-}
+# -k: on a compile error, build the rest, so that the steps below run what did build and
+# build.txt lists every error at once.
+step build 300 cmake --build "$build" -j 16 -- -k ||
+  note "  - build failed: the steps below run what did build; errors in build.txt"
 bin=$build/bin
 
 # The tests' own notion of a GPU (cuda::device_count()): without one every case says why it skipped.
@@ -69,22 +78,29 @@ step gemm_bench_bf16 30 "$bin/gemm_bench" --device cuda --dtype bf16 --min-secon
 step train_bench_fp32 60 "$bin/train_bench" --config shakespeare-char --device cuda --dtype fp32 --iters 20 --warmup 3 --data "$data"
 step train_bench_bf16 60 "$bin/train_bench" --config shakespeare-char --device cuda --dtype bf16 --iters 20 --warmup 3 --data "$data"
 
-# The baby GPT, same seed, 200 iterations on the GPU and on the CPU: the loss at every iteration.
+# The baby GPT, same seed, 200 iterations on the GPU, on the CPU, and as 2 DDP ranks sharing
+# the GPU (gradients all-reduced over CUDA IPC; the same global batch): the loss at every
+# iteration against the single GPU process's.
 have_data=0
 if [[ -f $data ]]; then
   have_data=1
+  baby=(--data "$data" --config baby --max_iters 200 --log_interval 1 --eval_interval 200 --sample_tokens 0)
   for device in cuda cpu; do
-    step "baby_$device" 90 "$bin/train_gpt" --data "$data" --config baby --max_iters 200 --log_interval 1 \
-      --eval_interval 200 --sample_tokens 0 --device "$device" --log "$out/baby_$device.jsonl"
+    step "baby_$device" 90 "$bin/train_gpt" "${baby[@]}" --device "$device" --log "$out/baby_$device.jsonl"
   done
+  step baby_ddp2_cuda 90 "$bin/ringgrad-run" --nproc-per-node 2 "$bin/train_gpt" "${baby[@]}" --device cuda \
+    --log "$out/baby_ddp2_cuda.jsonl"
   # "loss" of each iteration's line (the eval lines carry train_loss/val_loss instead).
   losses() { grep -o '"loss":[-0-9.e+]*' "$1" | cut -d: -f2; }
-  curve=$(paste <(losses "$out/baby_cuda.jsonl") <(losses "$out/baby_cpu.jsonl") |
-    awk '$1 != "" && $2 != "" {d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d; n++}
-         END {printf "%d iterations compared, max |loss(cuda) - loss(cpu)| = %.2e", n, m}')
-  note "  - baby GPT, cuda vs cpu: $curve"
+  curve() {  # curve A B: the largest loss difference over the iterations both logged
+    paste <(losses "$1") <(losses "$2") |
+      awk '$1 != "" && $2 != "" {d = $1 - $2; if (d < 0) d = -d; if (d > m) m = d; n++}
+           END {printf "%d iterations compared, max |difference| = %.2e", n, m}'
+  }
+  note "  - baby GPT, loss on cuda vs cpu: $(curve "$out/baby_cuda.jsonl" "$out/baby_cpu.jsonl")"
+  note "  - baby GPT, loss of 2 DDP ranks vs 1 process, both cuda: $(curve "$out/baby_ddp2_cuda.jsonl" "$out/baby_cuda.jsonl")"
 else
-  note "- baby GPT cuda vs cpu: NOT RUN: $data not found (pass the Tiny Shakespeare path as the argument)"
+  note "- baby GPT: NOT RUN: $data not found (pass the Tiny Shakespeare path as the argument)"
 fi
 
 # The collectives' section, before the big run so that the big run gets what remains.
