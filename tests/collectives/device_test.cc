@@ -44,8 +44,7 @@ int visible_gpus() {
     const pid_t pid = ::fork();
     if (pid == 0) {
       const int n = collectives::cuda_device_count();
-      static_cast<void>(::write(fds[1], &n, sizeof n));
-      _exit(0);
+      _exit(::write(fds[1], &n, sizeof n) == sizeof n ? 0 : 1);
     }
     ::close(fds[1]);
     int n = 0;
@@ -80,10 +79,14 @@ bool gpus_for(Backend backend, int world_size) {
 using transport::cuda_check;
 
 // New device memory of `bytes` (at least 1) filled with 0xAB, then `host` copied to its start.
+// Synchronised before it is returned, as the communicator's contract asks of callers: the
+// memset runs on the default stream, which the communicator's own stream does not wait for
+// (without the wait, the first GPU run saw a late memset overwrite an out-of-place result).
 transport::DeviceMemory to_device(const std::vector<std::byte>& host, std::size_t bytes) {
   transport::DeviceMemory d(std::max<std::size_t>(bytes, 1));
   cuda_check(cudaMemset(d.get(), 0xAB, bytes), "cudaMemset");
   if (!host.empty()) cuda_check(cudaMemcpy(d.get(), host.data(), host.size(), cudaMemcpyHostToDevice), "cudaMemcpy H2D");
+  cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   return d;
 }
 
