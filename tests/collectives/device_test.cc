@@ -80,8 +80,9 @@ using transport::cuda_check;
 
 // New device memory of `bytes` (at least 1) filled with 0xAB, then `host` copied to its start.
 // Synchronised before it is returned, as the communicator's contract asks of callers: the
-// memset runs on the default stream, which the communicator's own stream does not wait for
-// (without the wait, the first GPU run saw a late memset overwrite an out-of-place result).
+// memset runs on the default stream, which the communicator's own stream does not wait for,
+// and a copy from pageable memory may return before it lands (without the wait, the first GPU
+// run most likely saw a late memset overwrite an out-of-place result).
 transport::DeviceMemory to_device(const std::vector<std::byte>& host, std::size_t bytes) {
   transport::DeviceMemory d(std::max<std::size_t>(bytes, 1));
   cuda_check(cudaMemset(d.get(), 0xAB, bytes), "cudaMemset");
@@ -141,8 +142,11 @@ void run_case(Communicator& comm, const Case& c, int device) {
       want = expected_output(c.kind, p, r, n, c.op, c.dtype, c.root);
       const auto mine = make_input(r, n, c.op, c.dtype, static_cast<std::size_t>(r) * n);
       auto out = to_device({}, n * P * es), in = to_device(mine, n * es);
-      if (c.in_place && n > 0)
+      if (c.in_place && n > 0) {
         cuda_check(cudaMemcpy(out.get() + static_cast<std::size_t>(r) * n * es, mine.data(), n * es, cudaMemcpyHostToDevice), "cudaMemcpy");
+        // From pageable memory, the copy may return before it lands: see to_device.
+        cuda_check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+      }
       comm.all_gather(c.in_place ? dbuf(out, static_cast<std::size_t>(r) * n, n) : dbuf(in, 0, n), dbuf(out, 0, n * P), c.algo);
       got = to_host(out.get(), n * P * es);
       break;
@@ -192,11 +196,12 @@ void sweep(Backend backend, int p) {
           }
       }
     }
-    // Point to point around the ring on device memory.
+    // Point to point around the ring on device memory, as one batch: a device send returns
+    // only once the peer's receive has taken it, so a send_async then a recv would deadlock.
     auto out = to_device(make_input(comm.rank(), 1000, ReduceOp::SUM, DType::kFloat32), 4000), in = to_device({}, 4000);
-    auto s = comm.send_async(Buffer{out.get(), 1000, DType::kFloat32, 1, device}, (comm.rank() + 1) % p, 3);
-    comm.recv(Buffer{in.get(), 1000, DType::kFloat32, 1, device}, (comm.rank() + p - 1) % p, 3);
-    s.wait();
+    comm.batch_send_recv({collectives::P2POp::send(Buffer{out.get(), 1000, DType::kFloat32, 1, device}, (comm.rank() + 1) % p),
+                          collectives::P2POp::recv(Buffer{in.get(), 1000, DType::kFloat32, 1, device}, (comm.rank() + p - 1) % p)},
+                         3);
     const auto want = make_input((comm.rank() + p - 1) % p, 1000, ReduceOp::SUM, DType::kFloat32);
     check(to_host(in.get(), 4000) == want, "send/recv on device memory");
   }, options));
