@@ -158,8 +158,10 @@ void DeviceLink::finish() {
       if (moved) {
         last = std::chrono::steady_clock::now();
       } else if (std::chrono::steady_clock::now() - last > timeout_) {
-        throw transport::TransportError(fmt::format("rank {}: rank {} did not return {} inbox slot(s) within {} ms",
-                                                    rank(), q, p.sent - p.acked, timeout_.count()));
+        throw transport::TransportError(fmt::format(
+            "rank {}: rank {} did not return {} inbox slot(s) within {} ms (a device send waits for the peer's "
+            "receive: ranks that send to each other at once need batch_send_recv)", rank(), q, p.sent - p.acked,
+            timeout_.count()));
       } else {
         std::this_thread::yield();
       }
