@@ -25,6 +25,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/numbers.h"
 #include "cli/parse.h"
 #include "transport/transport.h"
 
@@ -174,11 +175,11 @@ int main(int argc, char** argv) {
   constexpr size_t kMaxSize = size_t{1} << 30;
   app.add_option("--sizes", sizes, "message sizes, bytes, 1 to 1073741824 (1 GiB); a list: 8,64 or 8 64")
       ->delimiter(',')
-      ->check(CLI::Range(size_t{1}, kMaxSize));
+      ->check(ringgrad::cli::between(1, static_cast<std::int64_t>(kMaxSize)));
   app.add_option("--reps", reps, "runs per figure, 1 or more; the best is reported")
-      ->check(CLI::Range(1, std::numeric_limits<int>::max()));
+      ->check(ringgrad::cli::at_least(1));
   app.add_option("--window", window, "messages in flight per bandwidth round (osu_bw's window), 1 to 65536")
-      ->check(CLI::Range(1, 1 << 16));
+      ->check(ringgrad::cli::between(1, 1 << 16));
   if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
 
   try {

@@ -22,19 +22,28 @@ inline CLI::Validator finite(std::string range, bool (*ok)(double)) {
       "NUMBER " + range);
 }
 
-/// A check that passes a whole number >= `lo` (a count, a size, an interval).
-inline CLI::Validator at_least(std::int64_t lo) {
+/// A check that passes a whole number in [lo, hi]; `range` says which, as ">= 1".
+inline CLI::Validator whole(std::string range, std::int64_t lo, std::int64_t hi) {
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         std::int64_t v = 0;
-        if (CLI::detail::lexical_cast(text, v) && v >= lo) return "";
-        return text + " is not a whole number >= " + std::to_string(lo);
+        if (CLI::detail::lexical_cast(text, v) && v >= lo && v <= hi) return "";
+        return text + " is not a whole number " + range;
       },
-      "INT >= " + std::to_string(lo));
+      "INT " + range);
+}
+
+/// A check that passes a whole number >= `lo` (a count, a size, an interval).
+inline CLI::Validator at_least(std::int64_t lo) { return whole(">= " + std::to_string(lo), lo, INT64_MAX); }
+
+/// A check that passes a whole number from `lo` to `hi` (a port, a rank count, a flag's 0 or 1).
+inline CLI::Validator between(std::int64_t lo, std::int64_t hi) {
+  return whole("in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", lo, hi);
 }
 
 inline const CLI::Validator kNonNegative = finite(">= 0", [](double v) { return v >= 0; });
 inline const CLI::Validator kPositive = finite("> 0", [](double v) { return v > 0; });
 inline const CLI::Validator kBelowOne = finite("in [0, 1)", [](double v) { return v >= 0 && v < 1; });
+inline const CLI::Validator kZeroToOne = finite("in [0, 1]", [](double v) { return v >= 0 && v <= 1; });
 
 }  // namespace ringgrad::cli

@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "bench/perf/device_mirror.h"
+#include "cli/numbers.h"
 #include "cli/parse.h"
 #include "cli/paths.h"
 #include "collectives/cost_model.h"
@@ -461,9 +462,9 @@ int run_perf(CollKind kind, int argc, char** argv, const std::function<std::vect
   app.add_option("-w,--warmup_iters", o.warmup, "untimed iterations first")->capture_default_str();
   app.add_option("--warmup_ms", o.warmup_ms, "then more untimed iterations, until this many milliseconds have passed "
                                              "(a CPU that was idle runs slowly at first)")
-      ->check(CLI::Range(0, 60000))->capture_default_str();
+      ->check(ringgrad::cli::between(0, 60000))->capture_default_str();
   app.add_option("-c,--check", o.check, "check results against a serial reference: 0 or 1")
-      ->check(CLI::Range(0, 1))->capture_default_str();
+      ->check(ringgrad::cli::between(0, 1))->capture_default_str();
   app.add_option("-o,--op", o.op, "sum, prod, min, max, avg, all (or a comma list)")->capture_default_str();
   app.add_option("-d,--datatype", o.dtype, "float, double, half, bfloat16, int32, int64, uint8, all (or a list)")->capture_default_str();
   app.add_option("-r,--root", o.root, "root rank of broadcast, reduce, gather and scatter")->capture_default_str();

@@ -167,7 +167,7 @@ void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
   app.add_option(flag("lr_schedule"), c.lr_schedule, "cosine (nanoGPT's), or wsd (warmup, the peak held, a linear "
                  "cooldown)")->check(CLI::IsMember({"cosine", "wsd"}));
   app.add_option(flag("cooldown_frac"), c.cooldown_frac, "wsd: the last share of lr_decay_iters spent cooling down")
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(ringgrad::cli::kZeroToOne);
   app.add_option(flag("optimizer"), c.optimizer, "adamw, or muon (Muon on the blocks' matrices, AdamW on the rest; "
                  "--strategy ddp or ddp-naive)")->check(CLI::IsMember({"adamw", "muon"}));
   app.add_option(flag("muon_lr"), c.muon_lr, "Muon's peak learning rate (the schedule scales it as --lr)")
@@ -465,7 +465,7 @@ int main(int argc, char** argv) {
                  "Collectives on GPU tensors: ringgrad (CUDA IPC / staging) or nccl (default: RINGGRAD_BACKEND, else ringgrad)")
       ->check(CLI::IsMember({"ringgrad", "nccl"}));
   examples::ModelParallelOptions mp;
-  const auto ranks = CLI::Range(1, 1 << 20);
+  const auto ranks = ringgrad::cli::between(1, 1 << 20);
   app.add_option(flag("tp"), mp.tp, "Tensor-parallel ranks per model replica (heads, MLP units and vocabulary split)")
       ->check(ranks);
   app.add_option(flag("pp"), mp.pp, "Pipeline stages per model replica (n_layer / pp blocks each)")->check(ranks);

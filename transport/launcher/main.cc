@@ -16,6 +16,7 @@
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
+#include "cli/numbers.h"
 #include "cli/parse.h"
 #include "transport/cpus.h"
 #include "transport/launcher/supervisor.h"
@@ -47,12 +48,12 @@ int main(int argc, char** argv) {
   int max_restarts = 0;
   std::string cpu_bind = "none";
   std::vector<std::string> command;
-  app.add_option("--nproc-per-node,--nproc_per_node", nproc_per_node, "ranks on this node")->check(CLI::Range(1, 4096));
-  app.add_option("--nnodes", nnodes, "nodes in the job")->check(CLI::Range(1, 65536));
-  app.add_option("--node-rank,--node_rank", node_rank, "this node's index in [0, nnodes)")->check(CLI::Range(0, 65535));
+  app.add_option("--nproc-per-node,--nproc_per_node", nproc_per_node, "ranks on this node")->check(ringgrad::cli::between(1, 4096));
+  app.add_option("--nnodes", nnodes, "nodes in the job")->check(ringgrad::cli::between(1, 65536));
+  app.add_option("--node-rank,--node_rank", node_rank, "this node's index in [0, nnodes)")->check(ringgrad::cli::between(0, 65535));
   app.add_option("--master-addr,--master_addr", master_addr, "address of node 0, where rank 0 serves the rendezvous store");
   app.add_option("--master-port,--master_port", master_port, "port of the store; 0 = a free one (single node only)")
-      ->check(CLI::Range(0, 65535));
+      ->check(ringgrad::cli::between(0, 65535));
   app.add_option("--cpu-bind,--cpu_bind", cpu_bind,
                  "none (default): the kernel places the ranks; cores: local rank i runs on the i-th of nproc runs of "
                  "consecutive CPUs among those this launcher may use (2 ranks, 2 CPUs: one each; 3 ranks, 4 CPUs: 1, 1, "
@@ -63,7 +64,7 @@ int main(int argc, char** argv) {
                  "when a rank fails, stop all and start all again (a fresh rendezvous), at most this many times; "
                  "each start sees RINGGRAD_RESTART_COUNT (torchrun's TORCHELASTIC_RESTART_COUNT too); a rank's exit "
                  "status 2 (a usage error) is not retried")
-      ->check(CLI::Range(0, 1000));
+      ->check(ringgrad::cli::between(0, 1000));
   app.prefix_command();  // the first positional argument is the program: it and all after it are its own
   app.footer("After the options: the program and its arguments (an optional -- may separate them).");
   if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
