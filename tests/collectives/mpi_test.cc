@@ -8,9 +8,15 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
+#include <string>
 #include <thread>
 #include <vector>
+
+#if RINGGRAD_HAVE_MPI
+#include <mpi.h>
+#endif
 
 #include "collectives/communicator.h"
 #include "tests/collectives/cases.h"
@@ -19,12 +25,29 @@
 using ringgrad::collectives::Algo;
 using ringgrad::collectives::CollKind;
 
+#if RINGGRAD_HAVE_MPI
+// MASTER_PORT for the rendezvous: rank 0 takes a free port and MPI hands it to the others, so
+// no port is guessed (a guessed one can be in use by a test running beside this one).
+// MPI is started here, as the backend would start it (MPI_THREAD_MULTIPLE), and finalised at exit.
+void agree_on_master_port() {
+  int provided = 0;
+  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
+  std::atexit([] { MPI_Finalize(); });
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  int port = rank == 0 ? ringgrad::test::pick_free_port() : 0;
+  MPI_Bcast(&port, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
+}
+#endif
+
 int main() {
-  if (!RINGGRAD_HAVE_MPI) {
-    std::puts("skipped: ringgrad was built without MPI (install libopenmpi-dev and rebuild)");
-    return 0;
-  }
+#if !RINGGRAD_HAVE_MPI
+  std::puts("skipped: ringgrad was built without MPI (install libopenmpi-dev and rebuild)");
+  return 0;
+#else
   try {
+    agree_on_master_port();
     ringgrad::collectives::CommOptions options = ringgrad::collectives::CommOptions::from_env();
     options.backend = ringgrad::collectives::Backend::kMpi;
     ringgrad::collectives::Communicator comm(ringgrad::transport::Config::from_env(), options);
@@ -73,4 +96,5 @@ int main() {
     std::fprintf(stderr, "mpi_test: %s\n", e.what());
     return 1;
   }
+#endif
 }
