@@ -5,7 +5,8 @@
 # nanoGPT's shakespeare-char GPT for what time is left, and the collectives' own section;
 # writes every output and a summary.md to $OUT (else gpu_check_out/). All of it within 8
 # minutes: each step has a time limit, and the big run's training budget is what the others
-# leave (at most 300 s). Without a GPU it builds, says so, and exits 0.
+# leave (at most 300 s). Without a GPU it builds, says so, and exits 0
+# (1 when the build failed).
 #
 #   scripts/gpu_check.sh [TINYSHAKESPEARE_TXT]     (default ../shared/data/tinyshakespeare.txt)
 #   BUILD_DIR=build OUT=/tmp/check GPU_CHECK_SECONDS=600 scripts/gpu_check.sh
@@ -45,10 +46,12 @@ note "$(nvcc --version 2>/dev/null | tail -1), $(cmake --version | head -1), $(g
 note ""
 note "## Steps"
 
-# NCCL, where the CUDA toolkit has none: the wheel PyTorch's python3 carries (nvidia-nccl-cu*).
+# NCCL, where neither the CUDA toolkit nor the system has it: the wheel PyTorch's python3
+# carries (nvidia-nccl-cu*).
 nccl_args=()
 nccl_dir=$(python3 -c 'import nvidia.nccl as m; print(list(m.__path__)[0])' 2>/dev/null)
-if [[ ! -f /usr/local/cuda/include/nccl.h && -f $nccl_dir/include/nccl.h && -f $nccl_dir/lib/libnccl.so.2 ]]; then
+if [[ ! -f /usr/local/cuda/include/nccl.h && ! -f /usr/include/nccl.h && -f $nccl_dir/include/nccl.h &&
+      -f $nccl_dir/lib/libnccl.so.2 ]]; then
   nccl_args=(-DRINGGRAD_NCCL_INCLUDE="$nccl_dir/include" -DRINGGRAD_NCCL_LIBRARY="$nccl_dir/lib/libnccl.so.2")
   note "NCCL from $nccl_dir"
 fi
@@ -59,17 +62,25 @@ step configure 120 cmake -S . -B "$build" -G "Unix Makefiles" -DCMAKE_BUILD_TYPE
   exit 1
 }
 # -k: on a compile error, build the rest, so that the steps below run what did build and
-# build.txt lists every error at once.
-step build 300 cmake --build "$build" -j 16 -- -k ||
-  note "  - build failed: the steps below run what did build; errors in build.txt"
+# build.txt lists every error at once. The targets that failed are named: in a reused build
+# directory their binaries are the last good build's, not this checkout's.
+if ! step build 300 cmake --build "$build" -j 16 -- -k; then
+  failed=$(grep -E '^make.*\*\*\* \[' "$out/build.txt" | grep -o 'CMakeFiles/[^/ ]*\.dir' | sort -u |
+    sed 's|CMakeFiles/||; s|\.dir$||' | tr '\n' ' ')
+  note "  - build failed in: ${failed:-(no target named; see build.txt)}; the steps below run what did build"
+fi
 bin=$build/bin
+if [[ ! -x $bin/cuda_tests ]]; then
+  note "cuda_tests did not build: nothing can run on the GPU"
+  exit 1
+fi
 
 # The tests' own notion of a GPU (cuda::device_count()): without one every case says why it skipped.
 probe=$("$bin/cuda_tests" "cuda element-wise: mixing devices throws std::invalid_argument" 2>&1)
 if grep -q '^skipped:' <<<"$probe"; then
   note ""
   note "No GPU to run on ($(grep '^skipped:' <<<"$probe" | sed 's/^skipped: //')). Built only; nothing else was run."
-  exit 0
+  exit $status
 fi
 
 step ctest_cuda_device 150 ctest --test-dir "$build" -R "cuda|device" -j 4 --timeout 120 --output-on-failure
