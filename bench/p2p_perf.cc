@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
       ->delimiter(',')
       ->check(ringgrad::cli::between(1, static_cast<std::int64_t>(kMaxSize)));
   app.add_option("--reps", reps, "runs per figure, 1 or more; the best is reported")
-      ->check(ringgrad::cli::at_least(1));
+      ->check(ringgrad::cli::between(1, std::numeric_limits<int>::max()));
   app.add_option("--window", window, "messages in flight per bandwidth round (osu_bw's window), 1 to 65536")
       ->check(ringgrad::cli::between(1, 1 << 16));
   if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;

@@ -3,9 +3,11 @@
 // for a count that must be positive): these take finite numbers only and say the range in words.
 #pragma once
 
+#include <charconv>
 #include <cmath>
 #include <cstdint>
 #include <string>
+#include <system_error>
 
 #include <CLI/CLI.hpp>
 
@@ -22,23 +24,28 @@ inline CLI::Validator finite(std::string range, bool (*ok)(double)) {
       "NUMBER " + range);
 }
 
-/// A check that passes a whole number in [lo, hi]; `range` says which, as ">= 1".
+namespace detail {
+// Passes the digits of a whole number in [lo, hi] (from_chars: too many digits is out of
+// range, not the largest value); `range` words those bounds, as ">= 1".
 inline CLI::Validator whole(std::string range, std::int64_t lo, std::int64_t hi) {
   return CLI::Validator(
       [=](std::string& text) -> std::string {
         std::int64_t v = 0;
-        if (CLI::detail::lexical_cast(text, v) && v >= lo && v <= hi) return "";
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (error == std::errc() && end == text.data() + text.size() && v >= lo && v <= hi) return "";
+        if (error == std::errc::result_out_of_range) return text + " is out of range: need a whole number " + range;
         return text + " is not a whole number " + range;
       },
       "INT " + range);
 }
+}  // namespace detail
 
 /// A check that passes a whole number >= `lo` (a count, a size, an interval).
-inline CLI::Validator at_least(std::int64_t lo) { return whole(">= " + std::to_string(lo), lo, INT64_MAX); }
+inline CLI::Validator at_least(std::int64_t lo) { return detail::whole(">= " + std::to_string(lo), lo, INT64_MAX); }
 
 /// A check that passes a whole number from `lo` to `hi` (a port, a rank count, a flag's 0 or 1).
 inline CLI::Validator between(std::int64_t lo, std::int64_t hi) {
-  return whole("in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", lo, hi);
+  return detail::whole("in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", lo, hi);
 }
 
 inline const CLI::Validator kNonNegative = finite(">= 0", [](double v) { return v >= 0; });
