@@ -6,17 +6,17 @@
 // "skipped: <why>" and exits 0 where ringgrad was built without MPI.
 #include <fmt/format.h>
 
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
+#include <filesystem>
+#include <fstream>
+#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
-
-#if RINGGRAD_HAVE_MPI
-#include <mpi.h>
-#endif
 
 #include "collectives/communicator.h"
 #include "tests/collectives/cases.h"
@@ -25,27 +25,39 @@
 using ringgrad::collectives::Algo;
 using ringgrad::collectives::CollKind;
 
-#if RINGGRAD_HAVE_MPI
-// MASTER_PORT for the rendezvous: rank 0 takes a free port and MPI hands it to the others, so
-// no port is guessed (a guessed one can be in use by a test running beside this one).
-// MPI is started here, as the backend would start it (MPI_THREAD_MULTIPLE), and finalised at exit.
+namespace {
+
+// MASTER_PORT for the rendezvous, agreed before MPI starts (the backend starts it, as it does
+// for a user): rank 0 (OMPI_COMM_WORLD_RANK) takes a free port and writes it to the file
+// RINGGRAD_TEST_PORT_FILE names; the other ranks wait for it there. No port is guessed, since
+// a guessed one can be in use by a test running beside this one.
 void agree_on_master_port() {
-  int provided = 0;
-  MPI_Init_thread(nullptr, nullptr, MPI_THREAD_MULTIPLE, &provided);
-  std::atexit([] { MPI_Finalize(); });
-  int rank = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  int port = rank == 0 ? ringgrad::test::pick_free_port() : 0;
-  MPI_Bcast(&port, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  const char* file = std::getenv("RINGGRAD_TEST_PORT_FILE");
+  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
+  if (file == nullptr || rank == nullptr) return;  // MASTER_PORT as the environment gives it
+  const std::string path = file;
+  int port = 0;
+  if (std::string(rank) == "0") {
+    port = ringgrad::test::pick_free_port();
+    std::ofstream(path + ".part") << port;
+    std::filesystem::rename(path + ".part", path);  // the others never read half a number
+  } else {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (!(std::ifstream(path) >> port)) {
+      if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("no port from rank 0 in " + path);
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
   ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
 }
-#endif
+
+}  // namespace
 
 int main() {
-#if !RINGGRAD_HAVE_MPI
-  std::puts("skipped: ringgrad was built without MPI (install libopenmpi-dev and rebuild)");
-  return 0;
-#else
+  if (!RINGGRAD_HAVE_MPI) {
+    std::puts("skipped: ringgrad was built without MPI (install libopenmpi-dev and rebuild)");
+    return 0;
+  }
   try {
     agree_on_master_port();
     ringgrad::collectives::CommOptions options = ringgrad::collectives::CommOptions::from_env();
@@ -96,5 +108,4 @@ int main() {
     std::fprintf(stderr, "mpi_test: %s\n", e.what());
     return 1;
   }
-#endif
 }

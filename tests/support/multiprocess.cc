@@ -38,9 +38,10 @@ void write_all(int fd, const std::string& text) {
 [[noreturn]] void run_child(int rank, int world_size, uint16_t port, const std::string& job_id,
                             const std::function<void(const transport::Config&)>& fn,
                             const RunOptions& options, int message_fd) {
-  // The default actions again: with the parent's Catch2 handlers, a signal to this rank (an
-  // outer timeout's SIGTERM, say) printed the parent's test case and run summary from here.
-  for (int signal : {SIGINT, SIGILL, SIGFPE, SIGSEGV, SIGTERM, SIGABRT}) ::signal(signal, SIG_DFL);
+  // The default actions again for the signals Catch2 v2 handles: with the parent's handlers, a
+  // signal to this rank (an outer timeout's SIGTERM, say) printed the parent's test case and
+  // run summary from here.
+  for (int sig : {SIGINT, SIGILL, SIGFPE, SIGSEGV, SIGTERM, SIGABRT}) ::signal(sig, SIG_DFL);
   std::string message;
   try {
     if (options.setup) options.setup(rank);
