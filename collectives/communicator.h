@@ -152,7 +152,8 @@ class Communicator {
   void barrier();
   /// Point-to-point, matched with the peer's recv/send of the same size and tag in issue order.
   /// On device buffers a send returns only once the peer's recv has taken the data, so ranks
-  /// that send to each other at once (a ring, a pipeline) use batch_send_recv instead.
+  /// that send to each other at once (a ring, a pipeline) use batch_send_recv instead;
+  /// send_async does not help, as the recv queues behind it on the same worker.
   void send(ConstBuffer data, int peer, uint64_t tag = 0);
   void recv(Buffer data, int peer, uint64_t tag = 0);
   /// Runs every send and receive of `ops` as one operation: all receives are posted, then all

@@ -159,9 +159,9 @@ void DeviceLink::finish() {
         last = std::chrono::steady_clock::now();
       } else if (std::chrono::steady_clock::now() - last > timeout_) {
         throw transport::TransportError(fmt::format(
-            "rank {}: rank {} did not return {} inbox slot(s) within {} ms (a device send waits for the peer's "
-            "receive: ranks that send to each other at once need batch_send_recv)", rank(), q, p.sent - p.acked,
-            timeout_.count()));
+            "rank {}: rank {} did not return {} inbox slot(s) within {} ms (if these are sends between ranks that "
+            "send to each other at once: a device send waits for the peer's receive, so they need batch_send_recv)",
+            rank(), q, p.sent - p.acked, timeout_.count()));
       } else {
         std::this_thread::yield();
       }
