@@ -83,7 +83,9 @@ if grep -q '^skipped:' <<<"$probe"; then
   exit $status
 fi
 
-step ctest_cuda_device 150 ctest --test-dir "$build" -R "cuda|device" -j 4 --timeout 120 --output-on-failure
+# The device collectives' sweep runs once, in the collectives section below (with its durations).
+step ctest_cuda_device 150 ctest --test-dir "$build" -R "cuda|device" -E collectives_device_test -j 4 --timeout 120 \
+  --output-on-failure
 step gemm_bench_fp32 30 "$bin/gemm_bench" --device cuda --dtype fp32 --min-seconds 0.2
 step gemm_bench_bf16 30 "$bin/gemm_bench" --device cuda --dtype bf16 --min-seconds 0.2
 step train_bench_fp32 60 "$bin/train_bench" --config shakespeare-char --device cuda --dtype fp32 --iters 20 --warmup 3 --data "$data"
@@ -116,7 +118,7 @@ fi
 
 # The collectives' section, before the big run so that the big run gets what remains.
 if [[ -x scripts/gpu_check.d/collectives.sh ]]; then
-  step collectives 200 scripts/gpu_check.d/collectives.sh "$build" "$out/collectives"
+  step collectives 260 scripts/gpu_check.d/collectives.sh "$build" "$out/collectives"
   [[ -f $out/collectives.txt ]] && sed 's/^/  - /' "$out/collectives.txt" >>"$summary"
 else
   note "- collectives: NOT RUN: scripts/gpu_check.d/collectives.sh is not there"
