@@ -1,31 +1,30 @@
 // Communicator: a process group over the transport, with NCCL's collectives (broadcast, reduce,
 // all_reduce, all_gather, reduce_scatter), MPI's gather, scatter, all_to_all and all_to_all_v,
 // barrier, send/recv and batches of them, blocking and asynchronous, and split into groups
-// (MPI_Comm_split). Collectives issued in the same order on every rank are matched by sequence
-// number and run, in that order, on one worker thread per communicator, so they progress while
-// the caller computes; a group has its own worker, sequence numbers and transport stream.
-// Buffers may be host memory (TCP) or CUDA device memory (CUDA IPC, host staging, or NCCL).
+// (MPI_Comm_split). Buffers may be host memory (shared memory or TCP) or CUDA device memory
+// (CUDA IPC, host staging, or NCCL).
+//
+// One call's road, in the order a reader meets it: this class builds the call's Task (task.h:
+// counts, size, this rank's validation), picks its algorithm (algo_choice.h) and queues it
+// (call_queue.h: sequence numbers, the worker thread); CallRunner (call_runner.h) runs it: the
+// argument check (check.h), then the algorithm (algorithms/) over a Link (links/). A group has
+// its own queue, sequence numbers and transport stream.
 #pragma once
 
 #include <atomic>
-#include <chrono>
-#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
-#include <deque>
-#include <map>
-#include <exception>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include "collectives/algo.h"
+#include "collectives/algo_choice.h"
 #include "collectives/buffer.h"
 #include "collectives/collective_error.h"
 #include "collectives/comm_options.h"
+#include "collectives/comm_stats.h"
 #include "collectives/dtype.h"
 #include "collectives/group.h"
 #include "collectives/host_layout.h"
@@ -35,13 +34,10 @@
 
 namespace ringgrad::collectives {
 
-struct Agreement;
-class DeviceBackend;
+class CallQueue;
+class CallRunner;
 class FlightRecorder;
-struct HostBuffers;
-class Link;
 class MpiBackend;
-class ShmPeers;
 struct Task;
 
 /// Device buffers (Buffer::device >= 0), the contract: every buffer of one call is on the same
@@ -53,23 +49,6 @@ struct Task;
 /// algorithms run over CUDA IPC for peers on this host (same GPU, or peer-to-peer between GPUs)
 /// and through pinned host buffers over TCP for the others; with Backend::kNccl device calls go
 /// to NCCL, host calls still to ringgrad's TCP path (like a gloo + NCCL process group).
-/// What a communicator was asked to move, per kind of call, since it was made (or reset):
-/// the calls, and their bytes as nccl-tests sizes them (the whole buffer; for all-gather,
-/// reduce-scatter, gather and scatter all p blocks), for send, recv and batches the bytes this
-/// rank sends and receives. What travels on the wire follows from the algorithm (an all-reduce
-/// by ring sends 2(p-1)/p of its size from each rank: docs/collectives.md's busbw factors).
-struct CommStats {
-  struct Entry {
-    std::uint64_t calls = 0;
-    std::uint64_t bytes = 0;
-  };
-  std::map<CollKind, Entry> by_kind;
-  /// Bytes over all kinds.
-  std::uint64_t total_bytes() const;
-  /// "all_reduce 18 calls 7.08 MB, batch_send_recv 4 calls 0.79 MB" (MB = 1e6 bytes).
-  std::string describe() const;
-};
-
 class Communicator {
  public:
   /// Joins the job described by config (see transport::Transport). Throws TransportError;
@@ -83,8 +62,8 @@ class Communicator {
   Communicator& operator=(const Communicator&) = delete;
 
   /// This process's rank and the number of ranks, in this communicator (a group's own).
-  int rank() const { return rank_; }
-  int world_size() const { return world_size_; }
+  int rank() const { return group_.rank; }
+  int world_size() const { return group_.size; }
   /// The group this communicator is: the world, or one made by split.
   const Group& group() const { return group_; }
 
@@ -180,65 +159,23 @@ class Communicator {
   Work batch_isend_irecv(std::vector<P2POp> ops, uint64_t tag = 0);
 
  private:
-  Work submit(Task task, bool blocking);
-  void worker_loop();
-  // Runs a task on this thread; returns its error (none: null). The caller completes its Work.
-  std::exception_ptr execute(Task& task);
-  std::exception_ptr execute_nothrow(Task& task) noexcept;
-  void move_data(Task& task);  // the call's algorithm over its link, MPI or the device backend
-  Algo resolve_locked(CollKind kind, Algo algo, std::size_t n) const;  // resolve(), mutex_ held
-  // The argument check; true when its exchange also finished the call (check.h: data_rides).
-  bool check_agreement(const Task& task);
-  void choose_host_path();
-  // The link for host memory: shared memory for collectives once set up, else TCP.
-  std::unique_ptr<Link> host_link(const Task& task, uint64_t tag);
-  void break_on(const std::exception& error, uint64_t first);
-  void run_on_mpi(Task& task);
-
-  Communicator(std::shared_ptr<transport::Transport> transport, CommOptions options, Group group, HostLayout hosts);
-  // "all_reduce #3 on rank 1 of group tp (...)": how errors name the call and this rank.
-  std::string where(const Task& task) const;
+  // A group's communicator (split): the parent's transport and options, its own queue.
+  Communicator(std::shared_ptr<transport::Transport> transport, CommOptions options, Group group, HostLayout hosts,
+               std::unique_ptr<MpiBackend> mpi);
+  // Makes the recorder, runner and queue (both constructors).
+  void start(std::unique_ptr<MpiBackend> mpi);
+  // Every call goes here: its algorithm chosen, this rank's arguments judged, then queued.
+  Work issue(Task task, bool blocking);
 
   std::shared_ptr<transport::Transport> transport_;  // shared with the parent and its groups
   CommOptions options_;
   Group group_;
-  int rank_;
-  int world_size_;
   HostLayout hosts_;
-  int model_hosts_;  // hosts as the cost model sees them: hosts_.hosts() when uniform, else 1
-  struct Choice {
-    CollKind kind = CollKind::kBarrier;
-    std::size_t bytes = 0;
-    Algo algo = Algo::kAuto;  // kAuto: nothing kept yet
-  };
-  mutable Choice last_choice_;  // resolve()'s last answer from the model; under mutex_
-  std::unique_ptr<HostBuffers> host_buffers_;  // reused by every host link; the thread running a task
-  std::unique_ptr<DeviceBackend> device_;  // made by the first device call; thread running a task
-  std::unique_ptr<MpiBackend> mpi_;        // backend mpi: runs the host calls
-  // Made by the first host collective when every rank is on this host; thread running a task.
-  std::unique_ptr<ShmPeers> shm_;
-  bool shm_decided_ = false;
-  // How ShmLinks wait (ShmPoll, shm_link.h); set with shm_.
-  std::chrono::microseconds shm_poll_alone_{0}, shm_poll_beside_caller_{0};
-  // Callers blocked in Work::wait on this communicator's calls (an atomic: they count it
-  // without the lock). Shared with every Work::State, which may outlive the communicator.
-  std::shared_ptr<std::atomic<int>> callers_waiting_ = std::make_shared<std::atomic<int>>(0);
-  // The argument check's findings, reused by every checked call (so none allocates); made by
-  // the first; thread running a task.
-  std::unique_ptr<Agreement> agreement_;
-  std::string host_path_;  // how host collectives travel, once decided
-
-  mutable std::mutex mutex_;
-  std::condition_variable cv_;
-  std::deque<std::unique_ptr<Task>> queue_;
-  bool running_ = false;  // a task runs (on the worker or inline on a caller)
-  bool stop_ = false;
-  std::string broken_;   // first transport error; later calls fail with it
-  uint64_t next_seq_ = 0;
-  CommStats stats_;
+  AlgoChoice algo_choice_;
+  std::atomic<int> bound_device_{kHost};  // the device of the first device call
   std::unique_ptr<FlightRecorder> recorder_;
-  int bound_device_ = kHost;  // the device of the first device call
-  std::thread worker_;
+  std::unique_ptr<CallRunner> runner_;
+  std::unique_ptr<CallQueue> queue_;  // declared last: destroyed first, it finishes the calls
 };
 
 }  // namespace ringgrad::collectives

@@ -9,10 +9,15 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
-#include "collectives/check.h"
 #include "collectives/device_check.h"
+#include "collectives/validate.h"
 
 namespace ringgrad::collectives {
+
+std::string where(const Task& task, const Group& group) {
+  if (!is_collective(task.kind)) return fmt::format("{} on {}", coll_name(task.kind), describe_rank(group));
+  return fmt::format("{} #{} on {}", coll_name(task.kind), task.seq, describe_rank(group));
+}
 
 Task collective_task(CollKind kind, ConstBuffer send, Buffer recv, ReduceOp op, int root, Algo algo, int rank,
                      int world_size) {

@@ -13,6 +13,7 @@
 
 #include "collectives/algorithms/algorithms.h"
 #include "collectives/buffer.h"
+#include "collectives/group.h"
 #include "collectives/p2p_op.h"
 #include "collectives/work.h"
 
@@ -37,6 +38,9 @@ struct Task {
 inline bool is_collective(CollKind kind) {
   return kind != CollKind::kSend && kind != CollKind::kRecv && kind != CollKind::kBatchSendRecv;
 }
+
+/// "all_reduce #3 on rank 1 of group tp (...)": how errors name the call and this rank.
+std::string where(const Task& task, const Group& group);
 
 /// A collective's Task on rank `rank` of `world_size`.
 Task collective_task(CollKind kind, ConstBuffer send, Buffer recv, ReduceOp op, int root, Algo algo, int rank,

@@ -20,7 +20,7 @@ class Work {
   struct State;
 
  private:
-  friend class Communicator;
+  friend class CallQueue;
   explicit Work(std::shared_ptr<State> state) : state_(std::move(state)) {}
   std::shared_ptr<State> state_;
 };

@@ -65,12 +65,6 @@ void one_shot_all_reduce(Link& link, const CollArgs& args);
 /// In the link's memory.
 void reduce_in_rank_order(Link& link, std::span<const std::byte* const> inputs, std::byte* recv, std::size_t count,
                           DType dtype, ReduceOp op, std::byte* scratch);
-// complete_from_check.cc: a call whose data rode with the argument check (check.h: data_rides)
-/// Finishes on this rank a one-shot all-reduce, all-gather, broadcast or all-to-all whose data
-/// came with the check: `from[q]` is what rank q sent this rank (null if nothing), `scratch`
-/// count elements of workspace for the sum. Host memory; no message is sent.
-void complete_from_check(Link& link, CollKind kind, const CollArgs& a, std::span<const std::byte* const> from,
-                         std::byte* scratch);
 // gather_scatter.cc: the root exchanges with every rank directly
 void linear_gather(Link& link, const CollArgs& args);
 void linear_scatter(Link& link, const CollArgs& args);

@@ -4,9 +4,8 @@
 // any algorithm can be for a small vector (NCCL and TensorRT-LLM reduce small messages inside
 // a node this way); its bytes grow with p, so larger vectors and worlds take the ring or
 // halving-doubling. Every rank computes x_0 op x_1 op ... op x_{p-1} in that order, so all
-// hold the same bits. With the argument check on, the vector travels with the check's header,
-// inside it when it fits and right behind it when it fits one piece, and the call is one
-// exchange in all (check.h: data_rides, ride_bytes).
+// hold the same bits. With the argument check on, a small vector travels in the check's own
+// message and the call is one exchange in all (piggyback.h).
 #include <vector>
 
 #include "collectives/algorithms/algorithms.h"

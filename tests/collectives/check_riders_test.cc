@@ -1,6 +1,6 @@
-// Small calls whose data rides with the argument check (check.h: data_rides, ride_bytes): an
+// Small calls whose data rides with the argument check (algorithms/piggyback.h): an
 // all-gather, a broadcast or an all-to-all of at most one piece travels inside the check's
-// header or right behind it, and complete_from_check() puts it in place. Every byte must land
+// header or right behind it, and piggyback() puts it in place. Every byte must land
 // where the collective says, in place and out of place, on either side of both limits (the
 // header's kHeaderData bytes, and one piece), over shared memory and TCP, on 2 and 3 ranks.
 #include <catch2/catch.hpp>
@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "collectives/check.h"
+#include "collectives/algorithms/piggyback.h"
 #include "collectives/communicator.h"
 #include "tests/support/multiprocess.h"
 #include "tests/support/require_all_ok.h"
@@ -45,28 +45,28 @@ CallHeader header(CollKind kind, std::size_t count, int root = -1) {
 }  // namespace
 
 TEST_CASE("which calls' data rides with the check, and how many bytes each rank sends", "[collectives]") {
-  using collectives::ride_bytes;
-  CHECK(ride_bytes(header(CollKind::kAllGather, 1), 0) == 1);
-  CHECK(ride_bytes(header(CollKind::kAllGather, kHeaderData + 1), 1) == kHeaderData + 1);
-  CHECK(ride_bytes(header(CollKind::kAllToAll, kChunk), 2) == kChunk);  // one piece a peer
-  CHECK(ride_bytes(header(CollKind::kAllToAll, kChunk + 1), 2) == 0);
-  CallHeader large = header(CollKind::kAllGather, collectives::kRideMaxBytes);
+  using collectives::piggyback_bytes;
+  CHECK(piggyback_bytes(header(CollKind::kAllGather, 1), 0) == 1);
+  CHECK(piggyback_bytes(header(CollKind::kAllGather, kHeaderData + 1), 1) == kHeaderData + 1);
+  CHECK(piggyback_bytes(header(CollKind::kAllToAll, kChunk), 2) == kChunk);  // one piece a peer
+  CHECK(piggyback_bytes(header(CollKind::kAllToAll, kChunk + 1), 2) == 0);
+  CallHeader large = header(CollKind::kAllGather, collectives::kPiggybackMaxBytes);
   large.chunk_bytes = 1 << 20;
-  CHECK(ride_bytes(large, 0) == collectives::kRideMaxBytes);  // a larger chunk: kRideMaxBytes caps
+  CHECK(piggyback_bytes(large, 0) == collectives::kPiggybackMaxBytes);  // a larger chunk: kPiggybackMaxBytes caps
   large.count += 1;
-  CHECK(ride_bytes(large, 0) == 0);
-  CHECK(ride_bytes(header(CollKind::kBroadcast, 8, 1), 1) == 8);        // the root sends
-  CHECK(ride_bytes(header(CollKind::kBroadcast, 8, 1), 0) == 0);        // the others only listen
-  CHECK(ride_bytes(header(CollKind::kAllGather, 0), 0) == 0);
-  CHECK(ride_bytes(header(CollKind::kReduceScatter, 8), 0) == 0);       // reduces in its own order
+  CHECK(piggyback_bytes(large, 0) == 0);
+  CHECK(piggyback_bytes(header(CollKind::kBroadcast, 8, 1), 1) == 8);        // the root sends
+  CHECK(piggyback_bytes(header(CollKind::kBroadcast, 8, 1), 0) == 0);        // the others only listen
+  CHECK(piggyback_bytes(header(CollKind::kAllGather, 0), 0) == 0);
+  CHECK(piggyback_bytes(header(CollKind::kReduceScatter, 8), 0) == 0);       // reduces in its own order
   CallHeader ring = header(CollKind::kAllReduce, 8), one_shot = ring;
   one_shot.algo = static_cast<std::uint8_t>(collectives::Algo::kOneShot);
-  CHECK(ride_bytes(ring, 0) == 0);
-  CHECK(ride_bytes(one_shot, 0) == 8);
+  CHECK(piggyback_bytes(ring, 0) == 0);
+  CHECK(piggyback_bytes(one_shot, 0) == 8);
   for (auto flag : {&CallHeader::on_device, &CallHeader::by_mpi, &CallHeader::invalid}) {
     CallHeader h = header(CollKind::kAllGather, 8);
     h.*flag = 1;
-    CHECK(ride_bytes(h, 0) == 0);
+    CHECK(piggyback_bytes(h, 0) == 0);
   }
 }
 

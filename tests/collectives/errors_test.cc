@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "collectives/algorithms/piggyback.h"
 #include "collectives/check.h"
 #include "collectives/communicator.h"
 #include "collectives/flight_recorder.h"
@@ -390,8 +391,8 @@ TEST_CASE("a first host collective that rides in the argument check still sets u
 }
 
 // A one-shot all-reduce whose vector is too long for the check's header sends it right behind
-// the header (check.h: ride_bytes): the sums must be the closed form's at every length around
-// the header's kHeaderData bytes and kRideMaxBytes (64 KiB), out of place and in place, and ranks whose
+// the header (algorithms/piggyback.h: piggyback_bytes): the sums must be the closed form's at every length around
+// the header's kHeaderData bytes and kPiggybackMaxBytes (64 KiB), out of place and in place, and ranks whose
 // bodies differ in length must still get the named error and stay in step.
 TEST_CASE("vectors carried behind the check's header sum right, and bodies of different lengths are named", "[collectives]") {
   for (const bool shm : {true, false}) {
@@ -404,7 +405,7 @@ TEST_CASE("vectors carried behind the check's header sum right, and bodies of di
         const int r = comm.rank();
         const float ranks_sum = static_cast<float>(p * (p + 1) / 2);
         constexpr std::size_t in_header = collectives::kHeaderData / sizeof(float);
-        constexpr std::size_t most = collectives::kRideMaxBytes / sizeof(float);
+        constexpr std::size_t most = collectives::kPiggybackMaxBytes / sizeof(float);
         for (const std::size_t n : {in_header, in_header + 1, std::size_t{1000}, most, most + 1}) {
           std::vector<float> x(n), y(n);
           for (std::size_t i = 0; i < n; ++i) x[i] = static_cast<float>(i % 7) * static_cast<float>(r + 1);

@@ -1,0 +1,39 @@
+// AlgoChoice: which algorithm a call runs. One the caller names is kept; otherwise
+// RINGGRAD_ALGO's, where the collective has it; otherwise the cost model's cheapest for the
+// call's size (cost_model.h). Every rank holds the same model, so all choose alike.
+#pragma once
+
+#include <cstddef>
+#include <mutex>
+
+#include "collectives/algo.h"
+#include "collectives/cost_model.h"
+
+namespace ringgrad::collectives {
+
+class AlgoChoice {
+ public:
+  /// `preferred`: RINGGRAD_ALGO (kAuto: none); `hosts`: the hosts the model sees.
+  AlgoChoice(const CostModel& model, Algo preferred, int world_size, int hosts);
+  /// The algorithm a call of `kind` on n bytes (nccl-tests' size) asking for `algo` runs;
+  /// kAuto for barrier, send, recv and batches, which have one way each. Thread-safe.
+  Algo resolve(CollKind kind, Algo algo, std::size_t n) const;
+  /// Replaces the cost model (the same on every rank: calibrate() ensures it).
+  void set_model(const CostModel& model);
+
+ private:
+  mutable std::mutex mutex_;
+  CostModel model_;
+  Algo preferred_;
+  int world_size_, hosts_;
+  // A training loop asks about the same few sizes over and over: the model's last answer is
+  // kept (comparing every algorithm costs a tenth of a small all-reduce).
+  struct Answer {
+    CollKind kind = CollKind::kBarrier;
+    std::size_t bytes = 0;
+    Algo algo = Algo::kAuto;  // kAuto: nothing kept yet
+  };
+  mutable Answer last_;
+};
+
+}  // namespace ringgrad::collectives

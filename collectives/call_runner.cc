@@ -1,0 +1,131 @@
+// CallRunner: one call, from the argument check to the bytes.
+#include "collectives/call_runner.h"
+
+#include <fmt/format.h>
+
+#include "collectives/algorithms/algorithms.h"
+#include "collectives/algorithms/piggyback.h"
+#include "collectives/backends/device_backend.h"
+#include "collectives/backends/mpi_backend.h"
+#include "collectives/collective_error.h"
+#include "transport/tag_names.h"
+
+namespace ringgrad::collectives {
+namespace {
+
+// send/recv tags live in their own space (bit 63), apart from collectives' sequence numbers
+// and the check's kCheckTag (bit 62).
+constexpr uint64_t kP2PTagBit = uint64_t{1} << 63;
+
+// What this layer's tags mean, for transport errors (transport/tag_names.h).
+std::string describe_tag(uint64_t tag) {
+  if ((tag & kP2PTagBit) != 0) return fmt::format("send/recv tag {}", tag & ~kP2PTagBit);
+  if ((tag & kCheckTag) != 0) return "the argument check's exchange";
+  return fmt::format("the data of collective #{}", tag);
+}
+
+}  // namespace
+
+CallRunner::CallRunner(std::shared_ptr<transport::Transport> transport, const CommOptions& options,
+                       const Group& group, const HostLayout& hosts, FlightRecorder& recorder,
+                       std::unique_ptr<MpiBackend> mpi, const std::atomic<int>* callers_waiting)
+    : transport_(std::move(transport)),
+      options_(options),
+      group_(group),
+      hosts_(hosts),
+      recorder_(recorder),
+      links_(std::make_unique<HostLinks>(*transport_, options_, group_, hosts_, callers_waiting)),
+      mpi_(std::move(mpi)) {
+  transport::set_tag_describer(describe_tag);  // transport errors say what a message was
+}
+
+CallRunner::~CallRunner() = default;
+
+std::string CallRunner::host_path() const { return links_->path(); }
+
+void CallRunner::run_call(Task& task) {
+  const bool checked = options_.check_args && is_collective(task.kind);
+  if (checked) {
+    const std::size_t chunk = task.device == kHost ? options_.chunk_bytes : options_.device_chunk_bytes;
+    const Descriptor mine = describe_call(task.kind, task.seq, task.args, task.algo, chunk, task.device != kHost,
+                                          mpi_ != nullptr, task.invalid);
+    // The check's messages travel like the data: shared memory once chosen (the first host
+    // collective is checked over TCP, before the ranks meet to set shared memory up).
+    const std::unique_ptr<Link> link = links_->link(task, kCheckTag);
+    if (piggybacks(mine.head)) {  // a small call: its data rides in the check's message
+      refuse_unless_agreed(task, piggyback(*link, mine, task.args, heads_, bodies_));
+      if (task.device == kHost) links_->choose_path();
+      return;
+    }
+    refuse_unless_agreed(task, agree(*link, mine, heads_));
+    if (task.kind == CollKind::kAllToAllV) {  // per-peer counts: each pair compares its own
+      const std::string counts = check_counts(*link, task.send_counts, task.recv_counts);
+      refuse_unless_agreed(task, agree(*link, describe_call(task.kind, task.seq, task.args, task.algo, chunk,
+                                                            task.device != kHost, mpi_ != nullptr, counts), heads_));
+    }
+  }
+  // Every rank agreed on this call, so all meet here: the first host collective chooses the path.
+  if (task.device == kHost && !mpi_ && is_collective(task.kind)) links_->choose_path();
+  move_data(task);
+}
+
+void CallRunner::refuse_unless_agreed(const Task& task, const std::string& why) const {
+  if (!why.empty()) throw CollectiveError(fmt::format("{}: {}", where(task, group_), why));
+}
+
+void CallRunner::move_data(Task& task) {
+  const uint64_t tag = is_collective(task.kind) ? task.seq : kP2PTagBit | task.tag;
+  if (task.device != kHost) {
+    if (!device_) device_ = make_device_backend(*transport_, options_, task.device, hosts_);
+    if (task.kind == CollKind::kBatchSendRecv) device_->run_batch(task.ops, tag);
+    else device_->run(task.kind, task.algo, task.args, task.peer, tag);
+  } else if (mpi_) {
+    if (task.kind == CollKind::kBatchSendRecv) mpi_->run_batch(task.ops, task.tag);
+    else if (task.kind == CollKind::kAllToAllV) mpi_->run_all_to_all_v(task.args, task.send_counts, task.recv_counts);
+    else mpi_->run(task.kind, task.args, task.peer, task.tag);
+  } else {
+    const std::unique_ptr<Link> link = links_->link(task, tag);
+    if (task.kind == CollKind::kBatchSendRecv) irecv_isend_waitall(*link, task.ops);
+    else if (task.kind == CollKind::kAllToAllV) pairwise_all_to_all_v(*link, task.args, task.send_counts, task.recv_counts);
+    else run_collective(*link, task.kind, task.algo, task.args, task.peer, hosts_);
+  }
+}
+
+CallQueue::Outcome CallRunner::run(Task& task) noexcept {
+  // The handlers can throw too (formatting, a dump): whatever escapes is the call's error.
+  try {
+    try {
+      run_call(task);
+      return {};
+    } catch (const CollectiveError&) {
+      return {std::current_exception(), {}};  // found before any data moved: still usable
+    } catch (const transport::TransportError& e) {
+      auto error = std::make_exception_ptr(transport::TransportError(fmt::format("{}: {}", where(task, group_), e.what())));
+      if (is_collective(task.kind)) recorder_.ended(task.seq, false);
+      break_on(e, task.seq);
+      recorder_.dump();  // what this rank was doing, for the launcher's desync report
+      return {error, e.what()};
+    } catch (const std::exception& e) {
+      break_on(e, task.seq);
+      return {std::current_exception(), e.what()};
+    }
+  } catch (...) {
+    return {std::current_exception(), {}};
+  }
+}
+
+// A transport failure leaves the ranks out of step: every later call fails with the first
+// error. This rank runs no collective from `first` on (the failed call's sequence number, or for
+// a send/recv the next collective's).
+void CallRunner::break_on(const std::exception& error, uint64_t first) {
+  links_->abort(group_.rank, first);  // peers waiting in those collectives wake and fail now
+  // Abort: closing every connection makes the peers fail now instead of at their timeout (and
+  // lets rank 0's transport leave without waiting for peers blocked on it).
+  transport_->abort(error.what());
+  transport_.reset();
+  // Leaked on purpose: freeing device memory waits for the device, and our stream may wait
+  // forever on an event of the dead peer. A broken communicator's process is about to end.
+  static_cast<void>(device_.release());
+}
+
+}  // namespace ringgrad::collectives

@@ -1,0 +1,72 @@
+// CallRunner: runs one call of a communicator, on the thread its CallQueue gives it. In order:
+// the argument check (check.h; a stage a reader may skip), then the call's algorithm
+// (algorithms/dispatch.cc) over the link its memory takes (host_links.h), or the backend that
+// runs it instead: MPI for host memory under RINGGRAD_BACKEND=mpi, device_backend.h for device
+// memory. A small call whose data rides in the check's message (algorithms/piggyback.h) is done
+// when the check is. A transport failure breaks the communicator: every rank is told at once.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "collectives/call_queue.h"
+#include "collectives/check.h"
+#include "collectives/comm_options.h"
+#include "collectives/flight_recorder.h"
+#include "collectives/group.h"
+#include "collectives/host_layout.h"
+#include "collectives/host_links.h"
+#include "collectives/task.h"
+#include "transport/transport.h"
+
+namespace ringgrad::collectives {
+
+class DeviceBackend;
+class MpiBackend;
+
+class CallRunner {
+ public:
+  /// Runs the calls of a communicator of `group` over `transport` (shared with the job's other
+  /// communicators); `mpi` runs its host calls when set; `callers_waiting` is its queue's
+  /// (HostLinks). Every reference must outlive it.
+  CallRunner(std::shared_ptr<transport::Transport> transport, const CommOptions& options, const Group& group,
+             const HostLayout& hosts, FlightRecorder& recorder, std::unique_ptr<MpiBackend> mpi,
+             const std::atomic<int>* callers_waiting);
+  ~CallRunner();
+  CallRunner(const CallRunner&) = delete;
+  CallRunner& operator=(const CallRunner&) = delete;
+
+  /// Runs `task` on this thread; never throws (CallQueue::RunCall).
+  CallQueue::Outcome run(Task& task) noexcept;
+  /// How host collectives travel (HostLinks::path).
+  std::string host_path() const;
+  /// The MPI backend, or nullptr.
+  MpiBackend* mpi() const { return mpi_.get(); }
+
+ private:
+  // The call, start to end; throws what it fails with.
+  void run_call(Task& task);
+  // Throws CollectiveError when `why` (the check's finding) is not empty.
+  void refuse_unless_agreed(const Task& task, const std::string& why) const;
+  // The call's data, moved by the algorithm over its link, or by a backend.
+  void move_data(Task& task);
+  // Ends the communicator after a transport failure: peers waiting on this rank fail now.
+  void break_on(const std::exception& error, uint64_t first);
+
+  std::shared_ptr<transport::Transport> transport_;  // reset when broken
+  const CommOptions& options_;
+  const Group& group_;
+  const HostLayout& hosts_;
+  FlightRecorder& recorder_;
+  std::unique_ptr<HostLinks> links_;
+  std::unique_ptr<MpiBackend> mpi_;
+  std::unique_ptr<DeviceBackend> device_;  // made by the first device call
+  // The check's findings, reused by every checked call so that none allocates.
+  std::vector<CallHeader> heads_;
+  std::vector<const std::byte*> bodies_;
+};
+
+}  // namespace ringgrad::collectives

@@ -1,0 +1,25 @@
+// Local validation: whether this rank's own arguments of a call are usable (buffers, counts,
+// root, overlap), before any byte moves. It needs no other rank; the argument check
+// (check.h) then compares what every rank asked for.
+#pragma once
+
+#include <string>
+
+#include "collectives/algo.h"
+#include "collectives/buffer.h"
+
+namespace ringgrad::collectives {
+
+/// Whether a collective of `kind` takes a ReduceOp (reduce, all_reduce, reduce_scatter).
+bool has_op(CollKind kind);
+/// Whether a collective of `kind` has a root (broadcast, reduce, gather, scatter).
+bool has_root(CollKind kind);
+
+/// Empty when the call is usable on this rank, else why not ("recv holds 10 elements, ...").
+/// Host and device buffers are not mixed in one call; device buffers must be device memory.
+std::string validate(CollKind kind, const ConstBuffer& send, const Buffer& recv, int root, int rank, int world_size);
+
+/// The buffers of a call that this rank uses live on `device` (kHost: host memory).
+int call_device(CollKind kind, const ConstBuffer& send, const Buffer& recv, int root, int rank);
+
+}  // namespace ringgrad::collectives
