@@ -25,10 +25,9 @@ double CostModel::predict(CollKind kind, Algo algo, std::size_t bytes, int p, in
     case CollKind::kAllReduce:
       if (algo == Algo::kRing) return segments * 2 * (P - 1) * a + 2 * (P - 1) / P * n * b + (P - 1) / P * n * g;
       if (algo == Algo::kTree) return 2 * L * a + L * n * (2 * b + g);
-      // Offered for small vectors only: past 64 KiB the ring won every size measured on 2 ranks
-      // over shared memory (256 KiB 25-33 us against 27-39; 16 MiB 1.8-1.9 ms against 2.8-3.9),
-      // though the model, paying the ring an alpha per segment, would say otherwise; and its
-      // workspace is p n bytes.
+      // Offered for small vectors only: past 64 KiB the ring is faster on 2 ranks over shared
+      // memory (one-shot reduces the whole vector on every rank), though the model, paying the
+      // ring an alpha per segment, would say otherwise; and its workspace is p n bytes.
       if (algo == Algo::kOneShot && n <= kOneShotMaxBytes) return (P - 1) * (a + n * (b + g));
       if (algo == Algo::kHierarchical && (hosts <= 1 || p % hosts != 0))
         return predict(kind, Algo::kRing, bytes, p, hosts);  // what hier runs then

@@ -12,8 +12,8 @@
 
 #if defined(__x86_64__) && defined(__GNUC__) && !defined(__CUDACC__)
 /// x86-64-v3 (AVX2) and the baseline (SSE2). AVX-512 machines run the v3 clone: for the
-/// row kernels (layer norm, the attention softmax, C = 128) GCC 12's v4 build was slower than
-/// even the baseline on an AVX-512 EPYC (layer norm forward 62 us against 52, v3 36 us).
+/// row kernels (layer norm, the attention softmax, C = 128) GCC 12's v4 build is slower than
+/// even the baseline (docs/transformer.md, "Built for the CPU it runs on").
 #define RINGGRAD_CPU_CLONES __attribute__((target_clones("arch=x86-64-v3", "default")))
 /// x86-64-v4 (AVX-512) too, for arithmetic-heavy loops that measured faster with it (GELU).
 #define RINGGRAD_CPU_CLONES_AVX512 __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))

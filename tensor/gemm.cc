@@ -56,7 +56,7 @@ CpuGemmLibrary cpu_gemm_library(const GemmArgs<T>& g) {
   // the reference kernel does it, at no cost worth a library call.
   if (g.m == 0 || g.n == 0 || g.k == 0) return CpuGemmLibrary::kReference;
   if constexpr (std::is_same_v<T, float>) {
-    // Sorted by size and transposition, not by caller (tensor/onednn.h says what was measured).
+    // Sorted by size and transposition, not by caller (tensor/onednn.h says why).
     const double multiply_adds = static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
     if (num_threads() == 1 && onednn_sgemm() != nullptr &&
         onednn_runs_faster(onednn_avx512(), g.trans_a, g.trans_b, multiply_adds)) {

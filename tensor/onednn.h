@@ -1,14 +1,13 @@
 // oneDNN's float32 GEMM, loaded by hand, for the products it runs faster than OpenBLAS.
 //
-// Which products those are depends on the kernels oneDNN runs (docs/transformer.md, "oneDNN for
-// the Linears" and "oneDNN's AVX2 kernels for attention and dx"):
-// - AVX-512 kernels, on a Zen 4 EPYC (AVX-512 executed on 256-bit units): oneDNN 2.6 ran a baby
-//   GPT step's Linear GEMMs in 10-12% less time than OpenBLAS 0.3.21's SkylakeX kernels, but
-//   attention's per-head products at T = 64 (2^17 multiply-adds and less) 9% slower.
-// - AVX2 kernels, on the same Zen 4 capped at AVX2 and on a Zen 5: oneDNN ran attention's small
-//   products 15-25% faster than OpenBLAS's Haswell kernels. Of the Linears' products, the TN ones
-//   (every dW) ran 2-36% slower; the NN ones (every dx) ranged from 7% slower to 7% faster alone,
-//   and in training steps they took 3% less time on oneDNN as a group.
+// Which products those are depends on the kernels oneDNN runs (docs/transformer.md, "Which GEMM
+// library", has the table):
+// - AVX-512 kernels: oneDNN 2.6 runs the Linears' large products (above 2^20 multiply-adds) in
+//   about a tenth less time than OpenBLAS 0.3.21's SkylakeX kernels; OpenBLAS's small-matrix
+//   kernels win on attention's per-head products (2^17 multiply-adds and less at T = 64).
+// - AVX2 kernels: oneDNN runs attention's small products faster than OpenBLAS's Haswell kernels,
+//   and the NN products (every dx) about as fast, a little faster as a group in training steps;
+//   the TN products (every dW) are slower on oneDNN and stay with OpenBLAS.
 //
 // So gemm() (tensor/gemm.h, cpu_gemm_library) hands oneDNN the float32 products that
 // onednn_runs_faster() names, once set_num_threads(1) has been called, where onednn_sgemm() is

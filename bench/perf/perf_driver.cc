@@ -207,9 +207,9 @@ std::vector<Contender> mpi_contenders(Communicator& comm, CollKind kind) {
 }
 
 // After the counted warm-up, more untimed calls until `ms` milliseconds have passed on every
-// rank. A CPU that sat idle runs slowly for its first milliseconds of work (on the 2-vCPU EPYC VMs
-// of docs/collectives.md, 8-byte all-reduces took 1.4x their later time for the first 2-4 ms, for
-// ringgrad and Open MPI alike), so a count of calls alone warms a fast call too briefly. Calls go
+// rank. A CPU that sat idle can run slowly for its first milliseconds of work (on virtual machines
+// 8-byte all-reduces have taken 1.4x their later time for the first 2-4 ms, for ringgrad and
+// Open MPI alike), so a count of calls alone warms a fast call too briefly. Calls go
 // in batches of 8; after each the ranks agree on the most time any still wants, so all make the
 // same calls (`ms` is the same on every rank: run() takes the largest --warmup_ms).
 void warm_for(Communicator& comm, const std::function<void()>& call, int ms) {
