@@ -8,7 +8,7 @@ namespace ringgrad::collectives {
 AlgoChoice::AlgoChoice(const CostModel& model, Algo preferred, int world_size, int hosts)
     : model_(model), preferred_(preferred), world_size_(world_size), hosts_(hosts) {}
 
-Algo AlgoChoice::resolve(CollKind kind, Algo algo, std::size_t n) const {
+Algo AlgoChoice::pick(CollKind kind, Algo algo, std::size_t n) const {
   if (algo != Algo::kAuto) return algo;
   if (has_algo(kind, preferred_)) return preferred_;
   if (kind == CollKind::kBarrier || !is_collective(kind)) return Algo::kAuto;

@@ -17,7 +17,7 @@ class AlgoChoice {
   AlgoChoice(const CostModel& model, Algo preferred, int world_size, int hosts);
   /// The algorithm a call of `kind` on n bytes (nccl-tests' size) asking for `algo` runs;
   /// kAuto for barrier, send, recv and batches, which have one way each. Thread-safe.
-  Algo resolve(CollKind kind, Algo algo, std::size_t n) const;
+  Algo pick(CollKind kind, Algo algo, std::size_t n) const;
   /// Replaces the cost model (the same on every rank: calibrate() ensures it).
   void set_model(const CostModel& model);
 

@@ -15,7 +15,7 @@ struct Work::State {
   bool done = false;
   double done_at_s = 0;
   std::exception_ptr error;
-  std::shared_ptr<std::atomic<int>> callers_waiting;  // the queue's count (it may end first)
+  std::shared_ptr<std::atomic<int>> callers_waiting;  // the runner's count (it may end first)
 };
 
 namespace {
@@ -63,8 +63,8 @@ double Work::completed_at() const {
   return state_->done_at_s;
 }
 
-CallQueue::CallQueue(RunCall run, const Group& group, FlightRecorder& recorder)
-    : run_(std::move(run)), group_(group), recorder_(recorder) {
+CallQueue::CallQueue(CallRunner& runner, const Group& group, FlightRecorder& recorder)
+    : runner_(runner), group_(group), recorder_(recorder) {
   worker_ = std::thread([this] { worker_loop(); });
 }
 
@@ -75,11 +75,6 @@ CallQueue::~CallQueue() {
   }
   cv_.notify_all();
   worker_.join();
-}
-
-void CallQueue::throw_if_broken(CollKind kind) const {
-  std::lock_guard lock(mutex_);
-  if (!broken_.empty()) throw_broken(kind);
 }
 
 void CallQueue::throw_broken(CollKind kind) const {
@@ -116,7 +111,7 @@ Work CallQueue::submit(Task task, bool blocking) {
     return Work();
   }
   auto state = std::make_shared<Work::State>();
-  state->callers_waiting = callers_waiting_;
+  state->callers_waiting = runner_.callers_waiting();
   task.state = state;
   queue_.push_back(std::make_unique<Task>(std::move(task)));
   lock.unlock();
@@ -127,7 +122,7 @@ Work CallQueue::submit(Task task, bool blocking) {
 }
 
 std::exception_ptr CallQueue::run_and_record(Task& task) {
-  Outcome outcome = run_(task);
+  CallRunner::Outcome outcome = runner_.execute(task);
   if (!outcome.breaks.empty()) {
     std::lock_guard lock(mutex_);
     if (broken_.empty()) broken_ = std::move(outcome.breaks);

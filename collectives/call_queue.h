@@ -14,12 +14,12 @@
 #include <cstdint>
 #include <deque>
 #include <exception>
-#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
+#include "collectives/call_runner.h"
 #include "collectives/comm_stats.h"
 #include "collectives/flight_recorder.h"
 #include "collectives/group.h"
@@ -30,18 +30,9 @@ namespace ringgrad::collectives {
 
 class CallQueue {
  public:
-  /// How a call ended: its error (null: none) and, when that error leaves the ranks out of step
-  /// (a transport failure), why; every later call then fails with it.
-  struct Outcome {
-    std::exception_ptr error;
-    std::string breaks;
-  };
-  /// Runs one call on the calling thread; never throws.
-  using RunCall = std::function<Outcome(Task&)>;
-
-  /// Starts the worker. `group` names this rank in errors; `recorder` is told of every
-  /// collective; both must outlive the queue.
-  CallQueue(RunCall run, const Group& group, FlightRecorder& recorder);
+  /// Starts the worker; `runner` runs the calls, `group` names this rank in errors, `recorder`
+  /// is told of every collective. All three must outlive the queue.
+  CallQueue(CallRunner& runner, const Group& group, FlightRecorder& recorder);
   /// Runs what is queued, then stops the worker.
   ~CallQueue();
   CallQueue(const CallQueue&) = delete;
@@ -51,27 +42,18 @@ class CallQueue {
   /// to report) and returns its Work; a blocking call returns once it finished, and rethrows its
   /// error. Throws TransportError when an earlier call broke the communicator.
   Work submit(Task task, bool blocking);
-  /// Throws TransportError naming `kind` when an earlier call broke the communicator.
-  void throw_if_broken(CollKind kind) const;
-
   /// Calls and bytes submitted so far (since the last reset).
   CommStats stats() const;
   void reset_stats();
-  /// Callers blocked in Work::wait on this queue's calls (a shared-memory link polls longer
-  /// while one waits: links/shm_link.h's ShmPoll).
-  const std::atomic<int>* callers_waiting() const { return callers_waiting_.get(); }
-
  private:
   void worker_loop();
   [[noreturn]] void throw_broken(CollKind kind) const;  // mutex_ held
   // Runs `task` on this thread and records how it ended; returns its error.
   std::exception_ptr run_and_record(Task& task);
 
-  RunCall run_;
+  CallRunner& runner_;
   const Group& group_;
   FlightRecorder& recorder_;
-  // Shared with every Work::State, which may outlive the queue; counted without the lock.
-  std::shared_ptr<std::atomic<int>> callers_waiting_ = std::make_shared<std::atomic<int>>(0);
 
   mutable std::mutex mutex_;
   std::condition_variable cv_;

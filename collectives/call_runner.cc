@@ -28,13 +28,13 @@ std::string describe_tag(uint64_t tag) {
 
 CallRunner::CallRunner(std::shared_ptr<transport::Transport> transport, const CommOptions& options,
                        const Group& group, const HostLayout& hosts, FlightRecorder& recorder,
-                       std::unique_ptr<MpiBackend> mpi, const std::atomic<int>* callers_waiting)
+                       std::unique_ptr<MpiBackend> mpi)
     : transport_(std::move(transport)),
       options_(options),
       group_(group),
       hosts_(hosts),
       recorder_(recorder),
-      links_(std::make_unique<HostLinks>(*transport_, options_, group_, hosts_, callers_waiting)),
+      links_(std::make_unique<HostLinks>(*transport_, options_, group_, hosts_, callers_waiting_.get())),
       mpi_(std::move(mpi)) {
   transport::set_tag_describer(describe_tag);  // transport errors say what a message was
 }
@@ -91,7 +91,7 @@ void CallRunner::move_data(Task& task) {
   }
 }
 
-CallQueue::Outcome CallRunner::run(Task& task) noexcept {
+CallRunner::Outcome CallRunner::execute(Task& task) noexcept {
   // The handlers can throw too (formatting, a dump): whatever escapes is the call's error.
   try {
     try {

@@ -6,13 +6,14 @@
 // when the check is. A transport failure breaks the communicator: every rank is told at once.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
 
-#include "collectives/call_queue.h"
 #include "collectives/check.h"
 #include "collectives/comm_options.h"
 #include "collectives/flight_recorder.h"
@@ -30,17 +31,24 @@ class MpiBackend;
 class CallRunner {
  public:
   /// Runs the calls of a communicator of `group` over `transport` (shared with the job's other
-  /// communicators); `mpi` runs its host calls when set; `callers_waiting` is its queue's
-  /// (HostLinks). Every reference must outlive it.
+  /// communicators); `mpi` runs its host calls when set. Every reference must outlive it.
   CallRunner(std::shared_ptr<transport::Transport> transport, const CommOptions& options, const Group& group,
-             const HostLayout& hosts, FlightRecorder& recorder, std::unique_ptr<MpiBackend> mpi,
-             const std::atomic<int>* callers_waiting);
+             const HostLayout& hosts, FlightRecorder& recorder, std::unique_ptr<MpiBackend> mpi);
   ~CallRunner();
   CallRunner(const CallRunner&) = delete;
   CallRunner& operator=(const CallRunner&) = delete;
 
-  /// Runs `task` on this thread; never throws (CallQueue::RunCall).
-  CallQueue::Outcome run(Task& task) noexcept;
+  /// How a call ended: its error (null: none) and, when that error leaves the ranks out of step
+  /// (a transport failure), why; every later call then fails with it.
+  struct Outcome {
+    std::exception_ptr error;
+    std::string breaks;
+  };
+  /// Runs `task` on this thread; never throws.
+  Outcome execute(Task& task) noexcept;
+  /// Callers blocked in Work::wait on this runner's calls, counted by Work::wait: a
+  /// shared-memory link polls longer while one waits (links/shm_link.h, ShmPoll).
+  const std::shared_ptr<std::atomic<int>>& callers_waiting() const { return callers_waiting_; }
   /// How host collectives travel (HostLinks::path).
   std::string host_path() const;
   /// The MPI backend, or nullptr.
@@ -57,6 +65,8 @@ class CallRunner {
   void break_on(const std::exception& error, uint64_t first);
 
   std::shared_ptr<transport::Transport> transport_;  // reset when broken
+  // Shared with every Work::State, which may outlive the runner; counted without a lock.
+  std::shared_ptr<std::atomic<int>> callers_waiting_ = std::make_shared<std::atomic<int>>(0);
   const CommOptions& options_;
   const Group& group_;
   const HostLayout& hosts_;

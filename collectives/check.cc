@@ -75,16 +75,15 @@ std::string agree(Link& link, const Descriptor& mine, std::vector<CallHeader>& h
     link.send_recv_framed(to, std::as_bytes(std::span(&mine.head, 1)), {}, from,
                           std::as_writable_bytes(std::span(&theirs, 1)), std::cref(drop_body));
   }
-  return headers_agree(heads) ? std::string() : disagreement(link, mine);
+  return compare_headers(link, mine, heads);
 }
 
-bool headers_agree(std::span<const CallHeader> heads) {
-  return std::all_of(heads.begin(), heads.end(), [&](const CallHeader& h) {
+std::string compare_headers(Link& link, const Descriptor& mine, std::span<const CallHeader> heads) {
+  const bool agreed = std::all_of(heads.begin(), heads.end(), [&](const CallHeader& h) {
     return h.invalid == 0 && std::memcmp(&h, heads.data(), offsetof(CallHeader, data)) == 0;
   });
+  return agreed ? std::string() : find_disagreement(exchange_all(link, mine));
 }
-
-std::string disagreement(Link& link, const Descriptor& mine) { return find_disagreement(exchange_all(link, mine)); }
 
 std::string check_counts(Link& link, std::span<const std::size_t> send_counts, std::span<const std::size_t> recv_counts) {
   const int p = link.world_size(), r = link.rank();

@@ -59,12 +59,10 @@ Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo
 /// past the timeout.
 std::string agree(Link& link, const Descriptor& mine, std::vector<CallHeader>& heads);
 
-/// Whether every header in `heads` is valid and equal to the others (their data aside).
-bool headers_agree(std::span<const CallHeader> heads);
-
-/// Why the ranks' calls differ, after headers that did not agree: a second exchange, of the
-/// full descriptors, then find_disagreement(). The same message on every rank.
-std::string disagreement(Link& link, const Descriptor& mine);
+/// Given every rank's header (`heads`, by rank, after an exchange like agree()'s): "" when all
+/// are valid and equal (their data aside); otherwise why the ranks' calls differ, found by a
+/// second exchange, of the full descriptors (find_disagreement), the same on every rank.
+std::string compare_headers(Link& link, const Descriptor& mine, std::span<const CallHeader> heads);
 
 /// all_to_all_v's pairwise agreement: each rank sends every peer the count it will send it and
 /// compares the peer's with the count it expects. Empty when all match, else this rank's

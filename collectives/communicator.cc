@@ -56,10 +56,8 @@ Communicator::Communicator(std::shared_ptr<transport::Transport> transport, Comm
 void Communicator::start(std::unique_ptr<MpiBackend> mpi) {
   recorder_ = std::make_unique<FlightRecorder>(describe_rank(group_), group_.job_rank(group_.rank),
                                                flight_recorder_capacity());
-  // The queue calls the runner, which is made next; no call is issued before both are.
-  queue_ = std::make_unique<CallQueue>([this](Task& task) { return runner_->run(task); }, group_, *recorder_);
-  runner_ = std::make_unique<CallRunner>(transport_, options_, group_, hosts_, *recorder_, std::move(mpi),
-                                         queue_->callers_waiting());
+  runner_ = std::make_unique<CallRunner>(transport_, options_, group_, hosts_, *recorder_, std::move(mpi));
+  queue_ = std::make_unique<CallQueue>(*runner_, group_, *recorder_);
 }
 
 Communicator::~Communicator() = default;
@@ -95,7 +93,7 @@ void Communicator::set_cost_model(const CostModel& model) {
   algo_choice_.set_model(model);
 }
 
-Algo Communicator::resolve(CollKind kind, Algo algo, std::size_t n) const { return algo_choice_.resolve(kind, algo, n); }
+Algo Communicator::resolve(CollKind kind, Algo algo, std::size_t n) const { return algo_choice_.pick(kind, algo, n); }
 CommStats Communicator::stats() const { return queue_->stats(); }
 void Communicator::reset_stats() { queue_->reset_stats(); }
 std::string Communicator::host_path() const { return runner_->host_path(); }
@@ -103,8 +101,7 @@ std::string Communicator::host_path() const { return runner_->host_path(); }
 // --- Issuing a call --------------------------------------------------------------------------
 
 Work Communicator::issue(Task task, bool blocking) {
-  queue_->throw_if_broken(task.kind);
-  if (task.invalid.empty()) task.algo = algo_choice_.resolve(task.kind, task.algo, task.bytes);
+  if (task.invalid.empty()) task.algo = algo_choice_.pick(task.kind, task.algo, task.bytes);
   if (task.device != kHost && task.invalid.empty()) {
     int bound = kHost;  // the first device call binds the communicator to its device
     if (!group_.is_world())
