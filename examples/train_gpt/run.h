@@ -14,6 +14,8 @@
 
 namespace ringgrad::examples {
 
+/// Made once in train() after the model and its strategy exist; the helpers around the loop
+/// (evaluate, save_checkpoint, log_progress, ...) read it and advance `state` and `log`.
 struct Run {
   nn::parallel::Accelerator& acc;
   const nn::TrainConfig& cfg;
