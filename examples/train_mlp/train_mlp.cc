@@ -1,5 +1,5 @@
 // train_mlp: a multilayer perceptron on Fashion-MNIST, on one process or many. The whole
-// training loop is in run(): forward, loss, backward, step; evaluation after each epoch.
+// training loop is in train(): forward, loss, backward, step; evaluation after each epoch.
 //
 //   train_mlp --data /usr/share/datasets/fashion-mnist --epochs 3 --batch-size 64 --hidden 256
 //   ringgrad-run --nproc-per-node 2 train_mlp --batch-size 128 --strategy ddp
@@ -87,21 +87,36 @@ Evaluation evaluate(nn::Module& model, const data::ImageDataset& ds, Device devi
   return {e.accuracy / static_cast<double>(n), e.loss / static_cast<double>(n)};
 }
 
-int run(const Options& opt) {
-  set_num_threads(opt.threads);
-  parallel::Accelerator acc(opt.backend);
-  const Device device = parallel::select_device(opt.device);
-  set_matmul_precision(parse_matmul_precision(opt.dtype));
-  const std::int64_t local_batch = acc.local_batch(opt.batch_size, opt.accumulation);
-  const data::ImageDataset train = data::load_fashion_mnist(opt.data_dir, true);
-  const data::ImageDataset test = data::load_fashion_mnist(opt.data_dir, false);
+// The model, its optimizer and the split of the work over the ranks.
+void print_header(const parallel::Accelerator& acc, const nn::Module& model, const parallel::DataParallel& dp,
+                  const Options& opt, std::int64_t features, Device device) {
+  std::int64_t n_params = 0;
+  for (const Tensor& p : model.parameters()) n_params += p.numel();
+  acc.print("MLP {}-{}-10, {} parameters, {} lr {}, strategy {}, {}, on {} ({} matmuls)\n", features, opt.hidden,
+            n_params, opt.optimizer, opt.lr, dp.name(), acc.batch_split(opt.batch_size, opt.accumulation),
+            device.str(), opt.dtype);
+}
 
-  manual_seed(opt.seed);
-  const std::int64_t features = train.images.size(1);
-  auto model = std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
-      std::make_shared<nn::Linear>(features, opt.hidden), std::make_shared<nn::ReLU>(),
-      std::make_shared<nn::Linear>(opt.hidden, 10)});
-  model->to(device);  // before the optimizer is made, so its state is made there too
+// After `epoch`: the test set's accuracy and loss (every rank evaluates it all), printed and logged.
+void report_test(const parallel::Accelerator& acc, std::ofstream& log, nn::Module& model, const data::ImageDataset& test,
+                 Device device, int epoch) {
+  const Evaluation e = evaluate(model, test, device);
+  acc.print("epoch {} test accuracy {:.4f} test loss {:.4f}\n", epoch + 1, e.accuracy, e.loss);
+  if (log) log << nlohmann::json{{"epoch", epoch + 1}, {"test_accuracy", e.accuracy}, {"test_loss", e.loss}} << "\n";
+}
+
+// Linear(features, hidden), ReLU, Linear(hidden, 10): one logit per Fashion-MNIST class.
+std::shared_ptr<nn::Sequential> make_mlp(std::int64_t features, std::int64_t hidden) {
+  return std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
+      std::make_shared<nn::Linear>(features, hidden), std::make_shared<nn::ReLU>(),
+      std::make_shared<nn::Linear>(hidden, 10)});
+}
+
+// The model (already on its device, so the optimizer's state is made there too) and SGD with
+// momentum or Adam over all its parameters, inside the --strategy.
+std::unique_ptr<parallel::DataParallel> configure_optimizer(parallel::Accelerator& acc,
+                                                            const std::shared_ptr<nn::Sequential>& model,
+                                                            const Options& opt) {
   auto make_optimizer = [&](std::vector<nn::ParamGroup> groups) -> std::unique_ptr<nn::Optimizer> {
     if (opt.optimizer == "sgd") return std::make_unique<nn::SGD>(std::move(groups), opt.lr, opt.momentum);
     return std::make_unique<nn::Adam>(std::move(groups), nn::AdamOptions{opt.lr});
@@ -109,15 +124,81 @@ int run(const Options& opt) {
   parallel::DataParallelOptions options;
   options.bucket_cap_mb = opt.bucket_cap_mb;
   options.overlap = opt.overlap;
-  auto dp = acc.prepare(opt.strategy, model, {{model->parameters()}}, make_optimizer, options);
+  return acc.prepare(opt.strategy, model, {{model->parameters()}}, make_optimizer, options);
+}
 
+// One step's forward and backward over this rank's rows x, y, in `accumulation` micro-batches
+// whose gradients add up; all but the last run under no_sync(), so the ranks communicate once.
+// Returns this rank's loss on its rows.
+double forward_backward(parallel::DataParallel& dp, const Tensor& x, const Tensor& y, std::int64_t accumulation) {
+  const std::int64_t rows = x.size(0);
+  double loss_value = 0;
+  for (std::int64_t m = 0; m < accumulation; ++m) {
+    const std::int64_t begin = rows * m / accumulation, end = rows * (m + 1) / accumulation;
+    const Tensor loss = cross_entropy(dp.forward(kernels::narrow(x, 0, begin, end - begin)),
+                                      kernels::narrow(y, 0, begin, end - begin)) *
+                        (1.0 / static_cast<double>(accumulation));
+    loss_value += loss.item<double>();
+    if (m + 1 < accumulation) {
+      auto no_sync = dp.no_sync();
+      dp.backward(loss);
+    } else {
+      dp.backward(loss);
+    }
+  }
+  return loss_value;
+}
+
+// The steps since the last progress line: their samples over all ranks, their wall-clock time,
+// and the strategy's communication wait (its counters restart with each window).
+class ProgressWindow {
+ public:
+  explicit ProgressWindow(parallel::DataParallel& dp) : dp_(dp) { dp_.reset_stats(); }
+  void add(std::int64_t samples) { samples_ += samples; }
+
+  // Collective: prints and logs the progress line of `step` (batch b of n_batches in `epoch`,
+  // the loss averaged over the ranks), then starts a new window.
+  void report(parallel::Accelerator& acc, std::ofstream& log, Device device, int epoch, std::int64_t step,
+              std::size_t b, std::size_t n_batches, double loss_value) {
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+    const double samples_per_s = static_cast<double>(samples_) / seconds;
+    const double comm_share = dp_.stats().wait_seconds / seconds;
+    const double global_loss = acc.mean(loss_value);
+    const double peak_mib = parallel::peak_memory_mib(device);
+    acc.print("epoch {} step {:>5} ({:>4}/{}) loss {:.4f} {:>8.0f} samples/s comm wait {:>4.1f}% peak {:.0f} MiB\n",
+              epoch + 1, step, b + 1, n_batches, global_loss, samples_per_s, 100 * comm_share, peak_mib);
+    if (log) {
+      log << nlohmann::json{{"step", step}, {"epoch", epoch + 1}, {"train_loss", global_loss},
+                            {"samples_per_s", samples_per_s}, {"comm_wait_share", comm_share},
+                            {device.is_cpu() ? "peak_rss_mib" : "peak_gpu_mib", peak_mib}}
+          << "\n";
+    }
+    dp_.reset_stats();
+    start_ = std::chrono::steady_clock::now();
+    samples_ = 0;
+  }
+
+ private:
+  parallel::DataParallel& dp_;
+  std::chrono::steady_clock::time_point start_ = std::chrono::steady_clock::now();
+  std::int64_t samples_ = 0;
+};
+
+int train(const Options& opt) {
+  set_num_threads(opt.threads);
+  parallel::Accelerator acc(opt.backend);
+  const Device device = parallel::select_device(opt.device);
+  set_matmul_precision(parse_matmul_precision(opt.dtype));
+  const std::int64_t local_batch = acc.local_batch(opt.batch_size, opt.accumulation);
+  const data::ImageDataset train_set = data::load_fashion_mnist(opt.data_dir, true);
+  const data::ImageDataset test_set = data::load_fashion_mnist(opt.data_dir, false);
+  manual_seed(opt.seed);
+  const auto model = make_mlp(train_set.images.size(1), opt.hidden);
+  model->to(device);  // before the optimizer is made, so its state is made there too
+  const auto dp = configure_optimizer(acc, model, opt);
   std::ofstream log;
   if (!opt.log_path.empty() && acc.is_main_process()) log.open(opt.log_path);
-  std::int64_t n_params = 0;
-  for (const Tensor& p : model->parameters()) n_params += p.numel();
-  acc.print("MLP {}-{}-10, {} parameters, {} lr {}, strategy {}, {}, on {} ({} matmuls)\n", features, opt.hidden,
-            n_params, opt.optimizer, opt.lr, dp->name(), acc.batch_split(opt.batch_size, opt.accumulation),
-            device.str(), opt.dtype);
+  print_header(acc, *model, *dp, opt, train_set.images.size(1), device);
 
   std::int64_t step = 0;
   // --schedule cosine: from lr down to 0 over the whole run, no warmup (decay set below, once
@@ -125,63 +206,28 @@ int run(const Options& opt) {
   nn::CosineSchedule lr_schedule{opt.lr, 0.0, 0, 1};
   parallel::TraceWindow timeline(opt.trace_path, acc.comm(), model.get());  // --trace: steps 2-4
   for (int epoch = 0; epoch < opt.epochs; ++epoch) {
-    data::DistributedSampler sampler = acc.sampler(train.size(), true, opt.seed);
+    data::DistributedSampler sampler = acc.sampler(train_set.size(), true, opt.seed);
     sampler.set_epoch(epoch);
     const auto batches = data::make_batches(sampler.indices(), local_batch * opt.accumulation);
     lr_schedule.decay_iters = static_cast<std::int64_t>(batches.size()) * opt.epochs;
-    auto window_start = std::chrono::steady_clock::now();
-    std::int64_t window_samples = 0;
-    dp->reset_stats();
+    ProgressWindow progress(*dp);
     for (std::size_t b = 0; b < batches.size(); ++b) {
       timeline.at(step);
       const trace::Span span("step", "step");
-      // Micro-batches of this rank's part of the step; all but the last skip communication.
-      const Tensor x = data::take_rows(train.images, batches[b]).to(device);
-      const Tensor y = data::take_rows(train.labels, batches[b]).to(device);
-      const std::int64_t rows = x.size(0);
-      double loss_value = 0;
+      const Tensor x = data::take_rows(train_set.images, batches[b]).to(device);
+      const Tensor y = data::take_rows(train_set.labels, batches[b]).to(device);
       dp->zero_grad();
-      for (std::int64_t m = 0; m < opt.accumulation; ++m) {
-        const std::int64_t begin = rows * m / opt.accumulation, end = rows * (m + 1) / opt.accumulation;
-        const Tensor loss = cross_entropy(dp->forward(kernels::narrow(x, 0, begin, end - begin)),
-                                          kernels::narrow(y, 0, begin, end - begin)) *
-                            (1.0 / static_cast<double>(opt.accumulation));
-        loss_value += loss.item<double>();
-        if (m + 1 < opt.accumulation) {
-          auto no_sync = dp->no_sync();
-          dp->backward(loss);
-        } else {
-          dp->backward(loss);
-        }
-      }
+      const double loss_value = forward_backward(*dp, x, y, opt.accumulation);
       if (opt.schedule == "cosine") dp->set_lr(lr_schedule.at(step));
       dp->step();
 
       ++step;
-      window_samples += rows * acc.world_size();
-      if (step % opt.log_every == 0 || b + 1 == batches.size()) {
-        const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - window_start).count();
-        const double samples_per_s = static_cast<double>(window_samples) / seconds;
-        const double comm_share = dp->stats().wait_seconds / seconds;
-        const double global_loss = acc.mean(loss_value);
-        const double peak_mib = parallel::peak_memory_mib(device);
-        acc.print("epoch {} step {:>5} ({:>4}/{}) loss {:.4f} {:>8.0f} samples/s comm wait {:>4.1f}% peak {:.0f} MiB\n",
-                  epoch + 1, step, b + 1, batches.size(), global_loss, samples_per_s, 100 * comm_share, peak_mib);
-        if (log) {
-          log << nlohmann::json{{"step", step}, {"epoch", epoch + 1}, {"train_loss", global_loss},
-                                {"samples_per_s", samples_per_s}, {"comm_wait_share", comm_share},
-                                {device.is_cpu() ? "peak_rss_mib" : "peak_gpu_mib", peak_mib}}
-              << "\n";
-        }
-        dp->reset_stats();
-        window_start = std::chrono::steady_clock::now();
-        window_samples = 0;
-      }
+      progress.add(x.size(0) * acc.world_size());
+      if (step % opt.log_every == 0 || b + 1 == batches.size())
+        progress.report(acc, log, device, epoch, step, b, batches.size(), loss_value);
     }
     timeline.finish(step);
-    const Evaluation e = evaluate(*model, test, device);
-    acc.print("epoch {} test accuracy {:.4f} test loss {:.4f}\n", epoch + 1, e.accuracy, e.loss);
-    if (log) log << nlohmann::json{{"epoch", epoch + 1}, {"test_accuracy", e.accuracy}, {"test_loss", e.loss}} << "\n";
+    report_test(acc, log, *model, test_set, device, epoch);
   }
   if (!opt.out_path.empty()) {
     acc.save(*dp, opt.out_path, {{"model", "mlp"}});
@@ -231,7 +277,7 @@ int main(int argc, char** argv) {
     }
   }
   try {
-    return run(opt);
+    return train(opt);
   } catch (const data::DataError& e) {
     fmt::print(stderr, "train_mlp: {}\n", e.what());
     return 2;

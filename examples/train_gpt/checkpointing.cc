@@ -1,0 +1,64 @@
+// Resuming and saving train_gpt's runs: checkpoints are written atomically, so one that is there
+// is whole, and hold the one-process format, so a run resumes on any number of ranks.
+#include "examples/train_gpt/checkpointing.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <stdexcept>
+
+#include "nn/data/idx.h"
+
+namespace ringgrad::examples {
+
+std::string resume_path(const Paths& paths) {
+  if (paths.resume.empty()) return "";
+  if (paths.resume != "auto") {
+    try {
+      nn::data::require_file(paths.resume);
+    } catch (const nn::data::DataError& e) {
+      throw std::invalid_argument(fmt::format("--resume {}", e.what()));
+    }
+    return paths.resume;
+  }
+  if (paths.out.empty()) throw std::invalid_argument("--resume auto continues from --out: give --out too");
+  return std::ifstream(paths.out).good() ? paths.out : "";
+}
+
+nn::TrainState start_or_resume(nn::parallel::Accelerator& acc, nn::parallel::DataParallel& dp,
+                               const nn::TrainConfig& cfg, const nn::data::CharDataset& ds, const Options& opt,
+                               const std::string& resume) {
+  // Every rank draws the same global batch and trains on its own rows of it: N ranks take the
+  // steps one process would take on the whole batch.
+  nn::TrainState state{0, Generator(cfg.seed + 1), default_generator()};
+  if (opt.paths.resume == "auto" && resume.empty())
+    acc.print("--resume auto: no checkpoint at {} yet, starting fresh\n", opt.paths.out);
+  if (resume.empty()) return state;
+  nn::check_checkpoint_vocab(resume, ds.tokenizer().chars());
+  // The parameters' names and shapes cannot tell these choices apart (rotary or learned
+  // positions, QK-norm, the activation): the recorded config can.
+  const auto saved = nn::checkpoint_config(resume).computation_flags(), wanted = cfg.model.computation_flags();
+  for (std::size_t i = 0; i < saved.size(); ++i)
+    if (saved[i].second != wanted[i].second)
+      throw std::invalid_argument(fmt::format("--resume {}: the checkpoint was trained with --{} {}; pass --{} {} "
+                                              "to continue it", resume, saved[i].first, saved[i].second,
+                                              saved[i].first, saved[i].second));
+  state = nn::checkpoint_state(acc.load(dp, resume), resume);
+  default_generator() = state.dropout_gen;
+  acc.print("resumed from {} at iter {}\n", resume, state.iter);
+  if (opt.dist.time_budget == 0 && state.iter >= cfg.max_iters) {
+    acc.print("the checkpoint is at iteration {}, not before --max_iters {}: nothing to train, only the evaluation; "
+              "raise --max_iters to go on\n", state.iter, cfg.max_iters);
+  }
+  return state;
+}
+
+void save_checkpoint(Run& run, std::int64_t iter) {
+  if (run.opt.paths.out.empty()) return;
+  run.state.iter = iter;
+  run.state.dropout_gen = default_generator();
+  run.acc.save(run.dp, run.opt.paths.out,
+               nn::checkpoint_metadata(run.cfg.model, run.ds.tokenizer().chars(), run.state, run.dp.optimizer().steps()));
+}
+
+}  // namespace ringgrad::examples

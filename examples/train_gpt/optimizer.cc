@@ -1,0 +1,47 @@
+// AdamW or Muon + AdamW for train_gpt, made inside the data-parallel strategy so that sharded
+// strategies (ZeRO, FSDP) hold each rank's share of the optimizer state.
+#include "examples/train_gpt/optimizer.h"
+
+#include <fmt/format.h>
+
+#include "autograd/trace.h"
+#include "nn/muon_adamw.h"
+#include "nn/parallel/sharded_muon.h"
+#include "nn/transformer/train_step.h"
+
+namespace ringgrad::examples {
+
+std::unique_ptr<nn::parallel::DataParallel> configure_optimizers(nn::parallel::Accelerator& acc,
+                                                                 const std::shared_ptr<nn::GPT>& model,
+                                                                 const nn::TrainConfig& cfg, const Distributed& dist) {
+  const bool muon = cfg.optimizer == "muon";
+  const nn::AdamOptions adam{cfg.lr, cfg.beta1, cfg.beta2, 1e-8};
+  auto make_optimizer = [&](std::vector<nn::ParamGroup> groups) -> std::unique_ptr<nn::Optimizer> {
+    // Every rank orthogonalises its share of the matrices and broadcasts them (sharded_muon.h),
+    // or (--muon_sharded false) every rank orthogonalises every matrix: the same updates, slower.
+    const nn::MuonOptions whole{cfg.muon_lr, cfg.muon_momentum};
+    const nn::MuonOptions muon_options = dist.muon_sharded ? nn::parallel::shard_over(whole, acc.comm()) : whole;
+    if (muon) return std::make_unique<nn::MuonWithAdamW>(std::move(groups), 1, muon_options, adam);
+    return std::make_unique<nn::AdamW>(std::move(groups), adam);
+  };
+  nn::parallel::DataParallelOptions options;
+  options.bucket_cap_mb = dist.bucket_cap_mb;
+  options.overlap = dist.overlap;
+  options.fsdp_units.assign(model->h.begin(), model->h.end());  // FSDP gathers one block at a time
+  return acc.prepare(dist.strategy, model,
+                     muon ? nn::muon_adamw_groups(*model, cfg.weight_decay) : nn::weight_decay_groups(*model, cfg.weight_decay),
+                     make_optimizer, options);
+}
+
+std::string describe_optimizer(const nn::TrainConfig& cfg, const Distributed& dist) {
+  if (cfg.optimizer != "muon") return fmt::format("AdamW (lr {})", cfg.lr);
+  return fmt::format("Muon (lr {}, {}) on the blocks' matrices, AdamW (lr {}) on the rest", cfg.muon_lr,
+                     dist.muon_sharded ? "sharded over the ranks" : "every rank orthogonalising every matrix", cfg.lr);
+}
+
+double optimizer_step(nn::parallel::DataParallel& dp, double grad_clip) {
+  const trace::Span span("optimizer step", "step");
+  return dp.step(grad_clip);
+}
+
+}  // namespace ringgrad::examples

@@ -1,0 +1,243 @@
+// train_gpt's flags: nanoGPT's names (with their dashed spellings), the preset's values as their
+// defaults, and the combinations that cannot run refused by name before any work starts.
+#include "examples/train_gpt/options.h"
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <stdexcept>
+#include <vector>
+
+#include "cli/numbers.h"
+#include "cli/parse.h"
+#include "cli/paths.h"
+
+namespace ringgrad::examples {
+namespace {
+
+// The default corpus from any working directory: ../shared/data/ from there (the repository
+// root, as the README runs it), or beside the repository this binary was built in
+// (<repository>/build/bin/train_gpt). Throws, naming both places, when it is in neither.
+std::string find_default_data(const std::string& relative) {
+  namespace fs = std::filesystem;
+  if (fs::is_regular_file(relative)) return relative;
+  std::error_code ec;
+  const fs::path beside = fs::read_symlink("/proc/self/exe", ec).parent_path() / "../.." / relative;
+  const fs::path found = fs::weakly_canonical(beside, ec);
+  if (!ec && fs::is_regular_file(found)) return found.string();
+  throw std::invalid_argument(fmt::format("no --data given, and the default {} is neither there (from {}) nor at {} "
+                                          "(beside the repository): pass --data PATH to the text file",
+                                          relative, fs::current_path(ec).string(), ec ? beside.string() : found.string()));
+}
+
+// "--batch_size,--batch-size": nanoGPT's spelling, and the dashed one train_mlp and the
+// launcher use, both accepted.
+std::string flag(std::string name) {
+  std::string dashed = name;
+  std::replace(dashed.begin(), dashed.end(), '_', '-');
+  return dashed == name ? "--" + name : "--" + name + ",--" + dashed;
+}
+
+// Every field of the config becomes a flag whose default is the preset's value.
+void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
+  app.add_option(flag("n_layer"), c.model.n_layer, "Transformer blocks")->check(ringgrad::cli::at_least(1));
+  app.add_option(flag("n_head"), c.model.n_head, "Attention heads per block")->check(ringgrad::cli::at_least(1));
+  app.add_option(flag("n_embd"), c.model.n_embd, "Channels C")->check(ringgrad::cli::at_least(1));
+  app.add_option(flag("block_size"), c.model.block_size, "Context length T")->check(ringgrad::cli::at_least(1));
+  app.add_option(flag("dropout"), c.model.dropout, "Dropout probability")->check(ringgrad::cli::kBelowOne);
+  app.add_option(flag("bias"), c.model.bias, "Biases in Linear and LayerNorm (true/false)");
+  app.add_option(flag("rotary"), c.model.rotary, "Rotary position embeddings on q and k instead of wpe (true/false)");
+  app.add_option(flag("qk_norm"), c.model.qk_norm, "Each head's q and k scaled to unit RMS before attention (true/false)");
+  app.add_option(flag("relu_squared"), c.model.relu_squared, "MLP activation ReLU(x)^2 instead of GELU (true/false)");
+  app.add_option(flag("tie_weights"), c.model.tie_weights, "lm_head shares wte (true/false)");
+  app.add_option(flag("batch_size"), c.batch_size,
+                 "Global batch: sequences per step over all ranks (each rank takes batch / ranks / accumulation)")
+      ->check(ringgrad::cli::at_least(1));
+  app.add_option(flag("max_iters"), c.max_iters, "Training iterations")->check(ringgrad::cli::at_least(0));
+  app.add_option(flag("lr"), c.lr, "Peak learning rate")->check(ringgrad::cli::kNonNegative);
+  app.add_option(flag("min_lr"), c.min_lr, "Learning rate at the end of the cosine decay")->check(ringgrad::cli::kNonNegative);
+  app.add_option(flag("warmup_iters"), c.warmup_iters, "Iterations of linear warmup")->check(ringgrad::cli::at_least(0));
+  app.add_option(flag("lr_decay_iters"), c.lr_decay_iters, "Iteration where the decay ends (with --time_budget: "
+                 "the iteration scale the elapsed fraction of the budget maps onto)")->check(ringgrad::cli::at_least(1));
+  app.add_option(flag("lr_schedule"), c.lr_schedule, "cosine (nanoGPT's), or wsd (warmup, the peak held, a linear "
+                 "cooldown)")->check(CLI::IsMember({"cosine", "wsd"}));
+  app.add_option(flag("cooldown_frac"), c.cooldown_frac, "wsd: the last share of lr_decay_iters spent cooling down")
+      ->check(ringgrad::cli::kZeroToOne);
+  app.add_option(flag("optimizer"), c.optimizer, "adamw, or muon (Muon on the blocks' matrices, AdamW on the rest; "
+                 "--strategy ddp or ddp-naive)")->check(CLI::IsMember({"adamw", "muon"}));
+  app.add_option(flag("muon_lr"), c.muon_lr, "Muon's peak learning rate (the schedule scales it as --lr)")
+      ->check(ringgrad::cli::kNonNegative);
+  app.add_option(flag("muon_momentum"), c.muon_momentum, "Muon's Nesterov momentum")->check(ringgrad::cli::kBelowOne);
+  app.add_option(flag("beta1"), c.beta1, "AdamW beta1")->check(ringgrad::cli::kBelowOne);
+  app.add_option(flag("beta2"), c.beta2, "AdamW beta2")->check(ringgrad::cli::kBelowOne);
+  app.add_option(flag("weight_decay"), c.weight_decay, "AdamW decoupled weight decay (2-D parameters only)")
+      ->check(ringgrad::cli::kNonNegative);
+  app.add_option(flag("grad_clip"), c.grad_clip, "Max global gradient norm (0: off)")->check(ringgrad::cli::kNonNegative);
+  app.add_option(flag("eval_interval"), c.eval_interval, "Iterations between evaluations")->check(ringgrad::cli::at_least(1));
+  app.add_option(flag("eval_iters"), c.eval_iters, "Batches per loss estimate")->check(ringgrad::cli::at_least(1));
+  app.add_flag(flag("eval_full"), c.eval_full, "At the end, the loss on every validation token once (always with "
+                                              "--time_budget)");
+  app.add_option(flag("log_interval"), c.log_interval, "Iterations between progress lines")->check(ringgrad::cli::at_least(1));
+  app.add_option(flag("seed"), c.seed, "Seed of the weights, the batches and dropout");
+}
+
+// Refuses what cannot run, printing why: an unwritable --out or --log, and flags that need
+// another flag. Returns the exit status (2) when something is refused.
+std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainConfig& cfg, const Options& opt) {
+  const Paths& paths = opt.paths;
+  const Distributed& dist = opt.dist;
+  const Sampling& sampling = opt.sampling;
+  const ModelParallelOptions& mp = opt.mp;
+  for (const auto& [name, path] : {std::pair{"--out", paths.out}, {"--log", paths.log}}) {
+    if (const std::string why = path.empty() ? "" : ringgrad::cli::why_unwritable(path); !why.empty()) {
+      fmt::print(stderr, "train_gpt: {} {}: {}\n", name, path, why);
+      return 2;
+    }
+  }
+  if (paths.save_every > 0 && paths.out.empty()) {
+    fmt::print(stderr, "train_gpt: --save_every {} writes the checkpoint named by --out: give --out too\n", paths.save_every);
+    return 2;
+  }
+  if (mp.sp && mp.tp < 2) {
+    fmt::print(stderr, "train_gpt: --sp splits the sequence inside the tensor-parallel groups: it needs --tp 2 or more\n");
+    return 2;
+  }
+  if (cfg.optimizer == "muon" && dist.strategy != "ddp" && dist.strategy != "ddp-naive") {
+    fmt::print(stderr, "train_gpt: --optimizer muon orthogonalises whole gradient matrices: it needs --strategy ddp or "
+                       "ddp-naive (--strategy {} holds each rank's flat shard)\n", dist.strategy);
+    return 2;
+  }
+  if (app.count("--muon_sharded") > 0 && cfg.optimizer != "muon") {
+    fmt::print(stderr, "train_gpt: --muon_sharded splits Muon's work: it needs --optimizer muon\n");
+    return 2;
+  }
+  if (mp.pp == 1 && (app.count("--micro_batches") > 0 || app.count("--pp_schedule") > 0)) {
+    fmt::print(stderr, "train_gpt: --micro_batches and --pp_schedule need --pp 2 or more (data parallelism splits "
+                       "batches with --accumulation)\n");
+    return 2;
+  }
+  if (mp.tp * mp.pp * mp.cp > 1) {
+    // The model-parallel path trains on the CPU with its own grid; a flag it would not honour is refused by name.
+    std::vector<std::string> refused;
+    for (const char* name : {"--accumulation", "--time_budget", "--device", "--dtype", "--backend", "--eval_interval",
+                             "--eval_iters", "--eval_full", "--temperature", "--top_k"})
+      if (app.count(name) > 0) refused.push_back(name);
+    if (sampling.tokens > 0 && app.count("--sample_tokens") > 0) refused.push_back("--sample_tokens");  // 0 asks for none
+    for (const std::string& name : cfg.model.data_parallel_only()) refused.push_back("--" + name);
+    if (cfg.optimizer != "adamw") refused.push_back("--optimizer " + cfg.optimizer);
+    if (!refused.empty()) {
+      fmt::print(stderr, "train_gpt: {} {} not available with --tp/--pp/--cp yet (they train in fp32 on the CPU, "
+                         "without evaluation or sampling)\n", fmt::join(refused, ", "), refused.size() == 1 ? "is" : "are");
+      return 2;
+    }
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<int> parse_options(int argc, char** argv, nn::TrainConfig& cfg, Options& opt) {
+  // A preset fills the defaults first, so that every flag can override one field of it.
+  std::string preset = "baby";
+  CLI::App pre;
+  pre.allow_extras();
+  pre.set_help_flag();
+  pre.add_option("--config", preset);
+  if (const auto status = ringgrad::cli::parse(pre, argc, argv)) return *status;
+  try {
+    cfg = nn::train_preset(preset);
+  } catch (const std::invalid_argument& e) {
+    fmt::print(stderr, "train_gpt: {}\n", e.what());
+    return 2;
+  }
+
+  Paths& paths = opt.paths;
+  Sampling& sampling = opt.sampling;
+  CLI::App app{"Train a character-level GPT on a text file, on one process or several (under ringgrad-run)"};
+  app.option_defaults()->always_capture_default();
+  app.add_option(flag("config"), preset,
+                 "Preset: baby (nanoGPT's CPU recipe), shakespeare-char (nanoGPT's GPU recipe), speedrun (the fixed-time "
+                 "contest's, docs/speedrun.md) or tiny (a smoke test)");
+  app.add_option(flag("data"), paths.data, "Text corpus: first 90% train, last 10% validation");
+  app.add_option(flag("log"), paths.log, "Write JSON lines here (appended to on --resume)");
+  app.add_option(flag("out"), paths.out, "Checkpoint (.safetensors), written at each evaluation and at the end");
+  app.add_option(flag("resume"), paths.resume,
+                 "Continue from this checkpoint (model, optimizer, iteration, RNG); auto: from --out if it is there, "
+                 "else start fresh (for ringgrad-run --max-restarts)");
+  app.add_option(flag("trace"), paths.trace,
+                 "Chrome trace-event JSON (and FILE.svg) of iterations 2-4 on every rank (default: RINGGRAD_TRACE)");
+  app.add_option(flag("trace_iters"), paths.trace_iters, "Iterations --trace records, from iteration 2")
+      ->check(ringgrad::cli::at_least(1));
+  app.add_option(flag("save_every"), paths.save_every, "Also write --out every this many iterations")
+      ->check(ringgrad::cli::at_least(0));
+  app.add_option(flag("threads"), opt.threads, "BLAS threads per process")->check(ringgrad::cli::at_least(1));
+  Distributed& dist = opt.dist;
+  app.add_option(flag("strategy"), dist.strategy, "Data parallelism: ddp-naive, ddp, zero1, zero2, fsdp")
+      ->check(CLI::IsMember({"ddp-naive", "ddp", "zero1", "zero2", "fsdp"}));
+  app.add_option(flag("bucket_cap_mb"), dist.bucket_cap_mb, "DDP bucket size in MiB")->check(ringgrad::cli::kPositive);
+  app.add_option(flag("overlap"), dist.overlap, "DDP: all-reduce buckets during backward (true) or after it (false)");
+  app.add_option(flag("accumulation"), dist.accumulation, "Micro-batches per step (gradient accumulation)")
+      ->check(ringgrad::cli::at_least(1));
+  app.add_option(flag("muon_sharded"), dist.muon_sharded, "Muon under DDP: each rank orthogonalises its share of the "
+                 "matrices and broadcasts them (true), or every rank all of them (false; the same updates)");
+  app.add_option(flag("time_budget"), dist.time_budget, "Train for this many seconds of training steps (start-up and "
+                                                    "evaluation not counted; the schedule follows the elapsed fraction), "
+                                                    "then evaluate on every validation token; overrides max_iters")
+      ->check(ringgrad::cli::kNonNegative);
+  app.add_option(flag("sample_tokens"), sampling.tokens, "Characters to generate at the end (0: no sample)")
+      ->check(ringgrad::cli::at_least(0));
+  app.add_option(flag("temperature"), sampling.temperature, "Sampling temperature")->check(ringgrad::cli::kPositive);
+  app.add_option(flag("top_k"), sampling.top_k, "Sample among the k likeliest characters (0: all)")
+      ->check(ringgrad::cli::at_least(0));
+  Placement& placement = opt.placement;
+  app.add_option(flag("device"), placement.device, "cpu, cuda (under a launcher: cuda:LOCAL_RANK % GPUs) or cuda:N");
+  app.add_option(flag("dtype"), placement.dtype, "Matmul precision: fp32, or bf16 (bf16 operands, fp32 accumulation)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
+  app.add_option(flag("backend"), placement.backend,
+                 "Collectives on GPU tensors: ringgrad (CUDA IPC / staging) or nccl (default: RINGGRAD_BACKEND, else ringgrad)")
+      ->check(CLI::IsMember({"ringgrad", "nccl"}));
+  ModelParallelOptions& mp = opt.mp;
+  const auto ranks = ringgrad::cli::between(1, 1 << 20);
+  app.add_option(flag("tp"), mp.tp, "Tensor-parallel ranks per model replica (heads, MLP units and vocabulary split)")
+      ->check(ranks);
+  app.add_option(flag("pp"), mp.pp, "Pipeline stages per model replica (n_layer / pp blocks each)")->check(ranks);
+  app.add_option(flag("cp"), mp.cp, "Context-parallel ranks per model replica (the sequence split, ring attention)")
+      ->check(ranks);
+  app.add_flag(flag("sp"), mp.sp, "With --tp: sequence parallelism (T/tp positions per rank between the layers)");
+  app.add_option(flag("micro_batches"), mp.micro_batches, "With --pp: micro-batches per replica and step")->check(ranks);
+  app.add_option(flag("pp_schedule"), mp.schedule, "With --pp: afab (GPipe) or 1f1b")->check(CLI::IsMember({"afab", "1f1b"}));
+  add_config_flags(app, cfg);
+  bool print_config = false;
+  app.add_flag(flag("print_config"), print_config, "Print the run's whole config (the preset and the flags) as one "
+               "JSON line, and stop (what a twin in another framework reads)");
+  if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
+  if (print_config) {
+    fmt::print("{}\n", nn::train_config_json(cfg));
+    return 0;
+  }
+  if (app.count("--data") == 0) {
+    try {
+      paths.data = find_default_data(paths.data);
+    } catch (const std::invalid_argument& e) {
+      fmt::print(stderr, "train_gpt: {}\n", e.what());
+      return 2;
+    }
+  }
+  if (const auto status = refuse_bad_combinations(app, cfg, opt)) return status;
+  if (mp.tp * mp.pp * mp.cp > 1) {
+    mp.strategy = dist.strategy;
+    mp.dp_options.bucket_cap_mb = dist.bucket_cap_mb;
+    mp.dp_options.overlap = dist.overlap;
+    mp.log = paths.log;
+    mp.out = paths.out;
+    mp.save_every = paths.save_every;
+    mp.trace = paths.trace;
+    mp.trace_iters = paths.trace_iters;
+  }
+  return std::nullopt;
+}
+
+}  // namespace ringgrad::examples
