@@ -13,7 +13,6 @@
 #include <fstream>
 #include <vector>
 
-#include "autograd/trace.h"
 #include "collectives/communicator.h"
 #include "nn/data/char_dataset.h"
 #include "nn/optim.h"
@@ -24,6 +23,7 @@
 #include "nn/parallel/training_state.h"
 #include "nn/transformer/train_step.h"
 #include "tensor/random.h"
+#include "trace/trace.h"
 
 namespace ringgrad::examples {
 

@@ -24,7 +24,6 @@
 #include <vector>
 
 #include "autograd/ops.h"
-#include "autograd/trace.h"
 #include "cli/numbers.h"
 #include "cli/parse.h"
 #include "cli/paths.h"
@@ -43,6 +42,7 @@
 #include "tensor/precision.h"
 #include "tensor/threads.h"
 #include "tensor/view.h"
+#include "trace/trace.h"
 
 using namespace ringgrad;
 using nn::data::Split;
