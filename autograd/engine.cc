@@ -7,13 +7,32 @@
 #include <unordered_map>
 #include <vector>
 
+#include "autograd/backward_observer.h"
 #include "autograd/node.h"
-#include "autograd/trace.h"
 #include "tensor/elementwise.h"
 
 namespace ringgrad {
 
 using autograd::Node;
+using NodeStack = std::vector<std::shared_ptr<Node>>;
+
+namespace {
+
+// Leaves first: the next node to run is a ready AccumulateGrad when there is one, else the node
+// made ready last. A leaf's gradient is complete the moment its AccumulateGrad is ready, and
+// running it then fires the leaf's post-accumulate-grad hooks (autograd/hooks.h) as early as the
+// graph allows, so a hook that starts work on the gradient (data parallelism's all-reduce of a
+// bucket) overlaps that work with the rest of backward. Taken from the stack in turn, it would
+// wait behind every node pushed after it: for an op whose parameter is not its last input, the
+// whole chain below. PyTorch's engine gives AccumulateGrad the highest priority for this reason.
+std::shared_ptr<Node> take_next(NodeStack& ready, NodeStack& leaves) {
+  NodeStack& from = leaves.empty() ? ready : leaves;
+  std::shared_ptr<Node> node = std::move(from.back());
+  from.pop_back();
+  return node;
+}
+
+}  // namespace
 
 void backward(const Tensor& root, const Tensor& grad) {
   if (!root.requires_grad()) {
@@ -30,7 +49,8 @@ void backward(const Tensor& root, const Tensor& grad) {
     throw std::invalid_argument("backward: gradient shape " + shape_str(seed.shape()) +
                                 " does not match output shape " + shape_str(root.shape()));
   }
-  const trace::Span span("backward", "backward pass");
+  autograd::BackwardObserver* const observer = autograd::backward_observer();  // null unless one is set
+  if (observer) observer->on_backward_begin();
   Tensor leaf = root;
   std::shared_ptr<Node> start = root.grad_fn() ? root.grad_fn() : autograd::grad_accumulator(leaf);
 
@@ -47,18 +67,13 @@ void backward(const Tensor& root, const Tensor& grad) {
     }
   }
 
-  // 2. Run a node once all its incoming gradients have arrived, summing them as they come.
-  //    Nodes are kept alive by `ready` while they run, since release() drops their edges.
-  //    A leaf's AccumulateGrad goes first, as PyTorch gives it the highest priority: taken from
-  //    the stack in turn, it would wait behind every node pushed after it (for an op whose
-  //    parameter is not its last input, the whole chain below), and the parameter's hooks (DDP
-  //    starting a bucket) would run later than its gradient is complete.
+  // 2. Run a node once all its incoming gradients have arrived, summing them as they come,
+  //    leaves first (take_next says why). Nodes are kept alive by `ready` and `leaves` while
+  //    they run, since release() drops their edges.
   std::unordered_map<Node*, Tensor> grads{{start.get(), seed}};
-  std::vector<std::shared_ptr<Node>> ready{start}, leaves;
+  NodeStack ready{start}, leaves;
   while (!ready.empty() || !leaves.empty()) {
-    std::vector<std::shared_ptr<Node>>& from = leaves.empty() ? ready : leaves;
-    std::shared_ptr<Node> node = std::move(from.back());
-    from.pop_back();
+    std::shared_ptr<Node> node = take_next(ready, leaves);
     auto it = grads.find(node.get());
     std::vector<Tensor> input_grads;
     if (it != grads.end()) {  // no gradient reaches a node whose every input grad was undefined
@@ -66,10 +81,9 @@ void backward(const Tensor& root, const Tensor& grad) {
       // leaf's AccumulateGrad instead of copied.
       const Tensor incoming = std::move(it->second);
       grads.erase(it);
-      const double t0 = trace::enabled() ? trace::now_us() : 0;
+      if (observer) observer->on_node_begin(*node);
       input_grads = node->apply(incoming);
-      if (trace::enabled())  // named after the module that recorded it, or the op itself
-        trace::record_backward(node->trace_module() ? node->trace_module() : trace::intern(node->name()), t0);
+      if (observer) observer->on_node_end(*node);
     }
     std::vector<std::shared_ptr<Node>> edges = std::move(node->next_edges);
     node->release();
@@ -84,6 +98,7 @@ void backward(const Tensor& root, const Tensor& grad) {
       if (--pending[next] == 0) (dynamic_cast<autograd::AccumulateGrad*>(next) ? leaves : ready).push_back(edges[i]);
     }
   }
+  if (observer) observer->on_backward_end();
 }
 
 }  // namespace ringgrad

@@ -6,11 +6,19 @@
 #include <stdexcept>
 
 #include "autograd/grad_mode.h"
-#include "autograd/trace.h"
 #include "tensor/elementwise.h"
 #include "tensor/view.h"
 
 namespace ringgrad::autograd {
+namespace {
+
+thread_local std::uint64_t next_sequence = 0;
+
+}  // namespace
+
+Node::Node(std::string name) : name_(std::move(name)), sequence_nr_(next_sequence++) {}
+
+std::uint64_t next_sequence_nr() { return next_sequence; }
 
 std::vector<Tensor> FunctionNode::apply(const Tensor& grad_output) {
   if (!backward_) {
@@ -73,8 +81,6 @@ Tensor record(const char* name, Tensor out, const std::vector<Tensor>& inputs, B
   if (!any) return out;
 
   auto node = std::make_shared<FunctionNode>(name, std::move(backward));
-  const char* module = trace::current_module();  // nullptr unless tracing
-  node->set_trace_module(module);
   for (Tensor t : inputs) {  // by value: grad_accumulator needs a mutable handle
     if (!t.defined() || !t.requires_grad()) {
       node->next_edges.push_back(nullptr);
@@ -82,7 +88,6 @@ Tensor record(const char* name, Tensor out, const std::vector<Tensor>& inputs, B
       node->next_edges.push_back(t.grad_fn());
     } else {
       node->next_edges.push_back(grad_accumulator(t));
-      if (!node->next_edges.back()->trace_module()) node->next_edges.back()->set_trace_module(module);  // a parameter's
     }
   }
   AutogradMeta& meta = out.autograd_meta();

@@ -2,6 +2,7 @@
 // produced its inputs. backward() walks it from the loss to the leaves.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <string>
@@ -16,7 +17,7 @@ namespace ringgrad::autograd {
 /// i's gradient goes: the node that produced it, a leaf's AccumulateGrad, or null.
 class Node {
  public:
-  explicit Node(std::string name) : name_(std::move(name)) {}
+  explicit Node(std::string name);
   virtual ~Node() = default;
   Node(const Node&) = delete;
   Node& operator=(const Node&) = delete;
@@ -25,17 +26,20 @@ class Node {
   /// Drops saved tensors and edges once backward has used them: the graph frees itself.
   virtual void release() { next_edges.clear(); }
   const std::string& name() const { return name_; }
-  /// The module whose forward recorded this node (autograd/trace.h; nullptr when tracing was
-  /// off or no module's forward was running): its backward span's name.
-  const char* trace_module() const { return trace_module_; }
-  void set_trace_module(const char* module) { trace_module_ = module; }
+  /// The order this thread made nodes in (0, 1, 2, ...; PyTorch's sequence_nr): an observer of
+  /// backward (autograd/backward_observer.h) links a node to the forward code that recorded it
+  /// by comparing it with next_sequence_nr() taken while that code ran.
+  std::uint64_t sequence_nr() const { return sequence_nr_; }
 
   std::vector<std::shared_ptr<Node>> next_edges;
 
  private:
   std::string name_;
-  const char* trace_module_ = nullptr;
+  std::uint64_t sequence_nr_;
 };
+
+/// The sequence_nr() the next node made on this thread will have.
+std::uint64_t next_sequence_nr();
 
 /// Backward of a differentiable op: grad of the output -> grads of the inputs.
 using BackwardFn = std::function<std::vector<Tensor>(const Tensor& grad_output)>;

@@ -17,17 +17,18 @@
 #include <string>
 #include <vector>
 
-#include "autograd/trace.h"
 #include "cli/numbers.h"
 #include "cli/parse.h"
 #include "nn/data/char_dataset.h"
 #include "nn/data/idx.h"  // DataError
+#include "nn/module_trace.h"
 #include "nn/transformer/train_config.h"
 #include "nn/transformer/train_step.h"
 #include "tensor/cuda_runtime.h"
 #include "tensor/op_profile.h"
 #include "tensor/precision.h"
 #include "tensor/threads.h"
+#include "trace/trace.h"
 
 using namespace ringgrad;
 
@@ -82,13 +83,13 @@ int bench(const Options& o, nn::TrainConfig cfg, Device device) {
       profile::set_enabled(true);
     }
     const bool traced = trace_cost && it >= warmup && it % 2 == 1;  // steps interleaved: the same drift for both
-    if (traced) trace::start();
+    if (traced) nn::start_tracing();
     const auto t0 = std::chrono::steady_clock::now();
     const auto batch = ds.get_batch(nn::data::Split::Train, cfg.batch_size, cfg.model.block_size, gen);
     nn::train_step(model, opt, batch, cfg.lr_at(it), cfg.grad_clip);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     if (traced) {
-      trace::stop();
+      nn::stop_tracing();
       events += trace::take().size();
     }
     if (it >= warmup) {
@@ -146,7 +147,7 @@ int main(int argc, char** argv) {
   app.add_option("--threads", o.threads, "BLAS threads, 1 or more")->check(ringgrad::cli::at_least(1))->capture_default_str();
   app.add_option("--device", o.device_name, "cpu, cuda or cuda:N")->capture_default_str();
   app.add_option("--dtype", o.dtype, "Matmul precision: fp32 or bf16")->check(CLI::IsMember({"fp32", "bf16"}));
-  app.add_flag("--trace_cost", o.trace_cost, "Record every other timed step's timeline (autograd/trace.h) and compare the "
+  app.add_flag("--trace_cost", o.trace_cost, "Record every other timed step's timeline (nn/module_trace.h) and compare the "
                                              "two halves' median step: what tracing costs");
   if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
 

@@ -16,23 +16,12 @@
 #include <thread>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 
 #include "collectives/comm_options.h"
 namespace ringgrad::collectives {
 namespace {
 
 double now_s() { return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count(); }
-
-const char* state_name(FlightRecorder::State s) {
-  switch (s) {
-    case FlightRecorder::State::kQueued: return "queued";
-    case FlightRecorder::State::kStarted: return "started";
-    case FlightRecorder::State::kCompleted: return "completed";
-    case FlightRecorder::State::kFailed: return "failed";
-  }
-  return "?";
-}
 
 // Every live recorder of this process, for the SIGUSR1 watcher. The handler only writes a byte
 // to a pipe (async-signal-safe); a thread reads it and dumps.
@@ -143,12 +132,11 @@ std::uint64_t FlightRecorder::recorded() const {
 }
 
 std::string FlightRecorder::json() const {
-  nlohmann::json j{{"rank", job_rank_}, {"who", who_}, {"entries", nlohmann::json::array()}};
+  trace::FlightRecord record{job_rank_, who_, {}};
   for (const Entry& e : entries())
-    j["entries"].push_back({{"seq", e.seq}, {"kind", coll_name(e.kind)}, {"bytes", e.bytes},
-                            {"dtype", dtype_name(e.dtype)}, {"algo", algo_name(e.algo)}, {"state", state_name(e.state)},
-                            {"queued_s", e.queued_s}, {"started_s", e.started_s}, {"ended_s", e.ended_s}});
-  return j.dump();
+    record.entries.push_back({e.seq, std::string(coll_name(e.kind)), e.bytes, std::string(dtype_name(e.dtype)),
+                              std::string(algo_name(e.algo)), e.state, e.queued_s, e.started_s, e.ended_s});
+  return trace::to_json(record);
 }
 
 std::string FlightRecorder::dump() const {

@@ -5,8 +5,8 @@
 // when a collective fails, and when the process gets SIGUSR1 (the launcher sends it to the
 // ranks still alive when another one failed, after SIGCONT for a stopped one). ringgrad-run
 // then reads the files and prints which ranks wait in which collective and which never entered
-// it (transport/launcher/desync_report.h reads this JSON). Recording is a few stores into a
-// ring buffer per call.
+// it (transport/launcher/desync_report.h); the JSON's format is trace/flight_record.h, which both
+// sides use. Recording is a few stores into a ring buffer per call.
 #pragma once
 
 #include <chrono>
@@ -17,12 +17,13 @@
 
 #include "collectives/algo.h"
 #include "collectives/dtype.h"
+#include "trace/flight_record.h"
 
 namespace ringgrad::collectives {
 
 class FlightRecorder {
  public:
-  enum class State : std::uint8_t { kQueued, kStarted, kCompleted, kFailed };
+  using State = trace::CollectiveState;
   struct Entry {
     std::uint64_t seq;
     CollKind kind;
@@ -51,7 +52,7 @@ class FlightRecorder {
   void started(std::uint64_t seq);
   void ended(std::uint64_t seq, bool ok);
 
-  /// The entries, oldest first, and as JSON: {"rank", "who", "entries": [...]}; who().
+  /// The entries, oldest first, and as JSON (trace/flight_record.h); who().
   std::vector<Entry> entries() const;
   std::string json() const;
   const std::string& who() const { return who_; }

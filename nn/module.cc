@@ -7,13 +7,14 @@
 #include <set>
 #include <stdexcept>
 
-#include "autograd/trace.h"
+#include "nn/module_trace.h"
 #include "tensor/view.h"
+#include "trace/trace.h"
 
 namespace ringgrad::nn {
 
 Tensor Module::operator()(const Tensor& x) {
-  const trace::ModuleScope scope(trace_name_);  // nothing unless tracing (autograd/trace.h)
+  const ModuleScope scope(trace_name_);  // nothing unless tracing (nn/module_trace.h)
   const std::vector<ForwardHook> hooks = *hooks_;  // a copy: a hook may add or remove hooks
   for (const ForwardHook& h : hooks) {
     if (h.pre) h.pre(*this);

@@ -41,7 +41,7 @@ class Module {
   [[nodiscard]] autograd::RemovableHandle register_forward_hook(std::function<Tensor(Module&, const Tensor& output)> hook);
 
   /// Names this module `name` and its children by their dotted paths under it (the names
-  /// parameters carry: "h.0.attn") in traces (autograd/trace.h), where their forward and
+  /// parameters carry: "h.0.attn") in traces (nn/module_trace.h), where their forward and
   /// backward spans appear; until then every module's spans read "module".
   void set_trace_names(const std::string& name = "model");
 

@@ -13,7 +13,6 @@
 #include <string>
 #include <vector>
 
-#include "autograd/trace.h"
 #include "collectives/communicator.h"
 #include "examples/train_gpt/report.h"
 #include "examples/train_gpt/run_log.h"
@@ -26,6 +25,7 @@
 #include "nn/parallel/training_state.h"
 #include "nn/transformer/train_step.h"
 #include "tensor/random.h"
+#include "trace/trace.h"
 
 namespace ringgrad::examples {
 

@@ -4,7 +4,7 @@
 
 #include <fmt/format.h>
 
-#include "autograd/trace.h"
+#include "trace/trace.h"
 #include "nn/muon_adamw.h"
 #include "nn/parallel/sharded_muon.h"
 #include "nn/transformer/train_step.h"

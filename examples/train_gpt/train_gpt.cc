@@ -23,7 +23,6 @@
 #include <string>
 
 #include "autograd/ops.h"
-#include "autograd/trace.h"
 #include "collectives/collective_error.h"
 #include "examples/train_gpt/checkpointing.h"
 #include "examples/train_gpt/evaluation.h"
@@ -39,6 +38,7 @@
 #include "tensor/precision.h"
 #include "tensor/threads.h"
 #include "tensor/view.h"
+#include "trace/trace.h"
 
 using namespace ringgrad;
 using namespace ringgrad::examples;

@@ -15,7 +15,6 @@
 
 #include "autograd/grad_mode.h"
 #include "autograd/ops.h"
-#include "autograd/trace.h"
 #include "cli/numbers.h"
 #include "cli/parse.h"
 #include "cli/paths.h"
@@ -34,6 +33,7 @@
 #include "tensor/reduce.h"
 #include "tensor/threads.h"
 #include "tensor/view.h"
+#include "trace/trace.h"
 
 using namespace ringgrad;
 namespace data = ringgrad::nn::data;

@@ -8,8 +8,8 @@
 #include <set>
 #include <stdexcept>
 
-#include "autograd/trace.h"
 #include "nn/parallel/tensor_buffer.h"
+#include "trace/trace.h"
 
 namespace ringgrad::nn::parallel {
 

@@ -7,10 +7,10 @@
 
 #include <fmt/format.h>
 
-#include "autograd/trace.h"
 #include "nn/parallel/tensor_buffer.h"
 #include "tensor/elementwise.h"
 #include "tensor/view.h"
+#include "trace/trace.h"
 
 namespace ringgrad::nn::parallel {
 

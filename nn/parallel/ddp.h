@@ -46,7 +46,7 @@ class DistributedDataParallel : public DataParallel {
   void on_gradient_ready(std::size_t param);
   void launch_ready_buckets();
   void finish_all_reduces();
-  /// Bucket i's span on its own row of the timeline, from ready_us to `reduced_us` (autograd/trace.h).
+  /// Bucket i's span on its own row of the timeline, from ready_us to `reduced_us` (trace/trace.h).
   void trace_bucket(std::size_t i, double reduced_us);
 
   std::vector<Bucket> buckets_;

@@ -12,10 +12,10 @@
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
-#include "autograd/trace.h"
 #include "nn/parallel/tensor_buffer.h"
 #include "tensor/elementwise.h"
 #include "tensor/view.h"
+#include "trace/trace.h"
 
 namespace ringgrad::nn::parallel {
 namespace {

@@ -15,8 +15,9 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "autograd/trace.h"
 #include "collectives/flight_recorder.h"
+#include "nn/module_trace.h"
+#include "trace/trace.h"
 
 namespace ringgrad::nn::parallel {
 namespace {
@@ -96,14 +97,14 @@ Timeline::Timeline(Communicator& world, std::vector<const Communicator*> traced)
 
 void Timeline::start(Module* model) {
   if (model != nullptr) model->set_trace_names();
-  trace::start();
+  start_tracing();
   start_us_ = trace::now_us();
   first_seq_.clear();
   for (const Communicator* comm : traced_) first_seq_.push_back(comm->flight_recorder().recorded());
 }
 
 TimelineSummary Timeline::write(const std::string& path) {
-  trace::stop();
+  stop_tracing();
   const double end_us = trace::now_us();
   const int rank = world_.rank();
   const auto [offset, error] = clock_offset(world_);

@@ -4,7 +4,7 @@
 //
 // One process per rank; one row per thread (the training thread, each communicator's worker)
 // and one for DDP's buckets. Spans: each module's forward and backward and whatever the program
-// marks (autograd/trace.h: the optimizer step, waits for communication), each collective of the
+// marks (trace/trace.h: the optimizer step, waits for communication), each collective of the
 // traced communicators from its flight record (kind, sequence number, bytes, dtype, algorithm,
 // the link it took), and each DDP bucket from ready to reduced.
 //

@@ -7,14 +7,20 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
+
+#include "trace/flight_record.h"
 
 namespace ringgrad::launcher {
 namespace {
+
+using trace::CollectiveState;
+using trace::FlightRecord;
+using trace::FlightRecordEntry;
 
 std::string size_text(std::uint64_t bytes) {
   if (bytes >= (1u << 20)) return fmt::format("{:g} MiB", static_cast<double>(bytes) / (1 << 20));
@@ -39,15 +45,14 @@ std::vector<std::string> read_dumps(const std::string& dir) {
 
 std::string desync_report(const std::vector<std::string>& dumps, const std::map<int, std::string>& fates) {
   // The world's recorder of each rank ("rank N", no group).
-  std::map<int, std::vector<nlohmann::json>> by_rank;
+  std::map<int, std::vector<FlightRecordEntry>> by_rank;
   for (const std::string& text : dumps) {
-    const nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-    if (j.is_discarded() || !j.contains("who") || j["who"].get<std::string>().find(" of group ") != std::string::npos) continue;
+    std::optional<FlightRecord> record = trace::parse_flight_record(text);
+    if (!record || !record->of_world()) continue;
     // A rank with several world communicators (a tool that made two): the one used last speaks.
-    auto entries = j["entries"].get<std::vector<nlohmann::json>>();
-    auto last_used = [](const std::vector<nlohmann::json>& es) { return es.empty() ? 0.0 : es.back()["queued_s"].get<double>(); };
-    auto& slot = by_rank[j["rank"].get<int>()];
-    if (slot.empty() || last_used(entries) > last_used(slot)) slot = std::move(entries);
+    auto last_used = [](const std::vector<FlightRecordEntry>& es) { return es.empty() ? 0.0 : es.back().queued_s; };
+    auto& slot = by_rank[record->rank];
+    if (slot.empty() || last_used(record->entries) > last_used(slot)) slot = std::move(record->entries);
   }
   auto fate = [&](int rank) { const auto it = fates.find(rank); return it == fates.end() ? std::string() : it->second; };
   if (by_rank.empty()) return "";
@@ -57,8 +62,8 @@ std::string desync_report(const std::vector<std::string>& dumps, const std::map<
     std::uint64_t last = 0;
     bool any = false;
     for (const auto& e : entries) {
-      if (e["state"] != "completed") stuck = std::min(stuck, e["seq"].get<std::uint64_t>());
-      last = e["seq"].get<std::uint64_t>(), any = true;
+      if (e.state != CollectiveState::kCompleted) stuck = std::min(stuck, e.seq);
+      last = e.seq, any = true;
     }
     if (any) stuck = std::min(stuck, last + 1);  // a rank that completed all it recorded stops before the next
   }
@@ -68,23 +73,23 @@ std::string desync_report(const std::vector<std::string>& dumps, const std::map<
   double failed_at = 0;
   for (const auto& [rank, entries] : by_rank)
     for (const auto& e : entries)
-      if (e["state"] == "failed" && e["ended_s"].get<double>() > 0)
-        failed_at = failed_at == 0 ? e["ended_s"].get<double>() : std::min(failed_at, e["ended_s"].get<double>());
+      if (e.state == CollectiveState::kFailed && e.ended_s > 0)
+        failed_at = failed_at == 0 ? e.ended_s : std::min(failed_at, e.ended_s);
   std::vector<int> waiting;
   std::string kind = "collective", size;
   std::vector<std::string> others;
   for (const auto& [rank, entries] : by_rank) {
-    const nlohmann::json* here = nullptr;
+    const FlightRecordEntry* here = nullptr;
     long long last_done = -1;
     for (const auto& e : entries) {
-      if (e["seq"] == stuck && !(failed_at > 0 && e["queued_s"].get<double>() > failed_at)) here = &e;
-      if (e["state"] == "completed") last_done = std::max<long long>(last_done, e["seq"].get<long long>());
+      if (e.seq == stuck && !(failed_at > 0 && e.queued_s > failed_at)) here = &e;
+      if (e.state == CollectiveState::kCompleted) last_done = std::max(last_done, static_cast<long long>(e.seq));
     }
     const std::string seen = fate(rank);
-    const bool entered = here != nullptr && (*here)["state"] != "completed";
+    const bool entered = here != nullptr && here->state != CollectiveState::kCompleted;
     if (entered) {
-      kind = (*here)["kind"].get<std::string>();
-      size = size_text((*here)["bytes"].get<std::uint64_t>());
+      kind = here->kind;
+      size = size_text(here->bytes);
     }
     const std::string done = last_done < 0 ? "completing no collective" : fmt::format("completing #{}", last_done);
     if (entered && seen.empty()) waiting.push_back(rank);

@@ -1,6 +1,6 @@
 // The desync report: from the flight-recorder dumps the ranks of a failed job wrote
-// (collectives/flight_recorder.h: {"rank", "who", "entries": [{"seq", "kind", "bytes", "state",
-// ...}]}), which ranks wait in which collective and which never entered it.
+// (collectives/flight_recorder.h; their format is trace/flight_record.h), which ranks wait in
+// which collective and which never entered it.
 #pragma once
 
 #include <map>
@@ -9,7 +9,7 @@
 
 namespace ringgrad::launcher {
 
-/// From the dumps' JSON texts (only the world communicators' count: "who" without "of group")
+/// From the dumps' JSON texts (only the world communicators' records count: of_world())
 /// and what the launcher saw of some ranks (`fates`: rank -> "was stopped (SIGSTOP)", "was
 /// killed by signal 9 (SIGKILL)"), e.g. "ranks 0, 2 were in all_reduce #4 (16 MiB); rank 1 was
 /// stopped (SIGSTOP) after completing #3, before entering #4". Empty when there is nothing to say.

@@ -2,185 +2,46 @@
 // exits, SIGINT/SIGTERM/SIGHUP for the user), so there is no thread and no signal-handler race.
 // When a rank fails, the others are first asked for their flight records (SIGCONT, then
 // SIGUSR1 to those that catch it) and given a second to write them into the job's directory,
-// then stopped; the desync report is printed from what they wrote.
-
-#include "transport/shared_memory.h"
+// then stopped; the desync report is printed from what they wrote. Starting a rank is
+// rank_process.h; passing its output on, rank_output.h.
 #include "transport/launcher/supervisor.h"
-#include "transport/launcher/desync_report.h"
-#include "transport/launcher/repeated_lines.h"
 
 #include <fcntl.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
-#include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
-#include <filesystem>
-#include <fstream>
-#include <map>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
-#include <string_view>
-#include <system_error>
+#include <filesystem>
+#include <map>
 #include <utility>
 
 #include <fmt/format.h>
 
-extern char** environ;
+#include "transport/launcher/desync_report.h"
+#include "transport/launcher/rank_output.h"
+#include "transport/launcher/rank_process.h"
+#include "transport/launcher/repeated_lines.h"
+#include "transport/shared_memory.h"
 
 namespace ringgrad::launcher {
 namespace {
 
 using Clock = std::chrono::steady_clock;
 
-[[noreturn]] void throw_errno(const std::string& what) { throw std::system_error(errno, std::generic_category(), what); }
-
-// One output stream of one rank: bytes are passed on line by line with the rank's prefix.
-struct Stream {
-  int fd = -1;      // read end of the pipe; -1 once closed
-  int out = 1;      // where its lines go: 1 (stdout) or 2 (stderr)
-  std::string partial;
-  RepeatedLines* repeats = nullptr;  // stderr: lines another rank showed are held back
-};
-
-// The line with the rank's prefix, or nothing when it repeats another rank's stderr line.
-std::string prefixed(const Stream& s, int rank, std::string_view line) {
-  if (s.repeats != nullptr && !s.repeats->show(line, rank)) return "";
-  return fmt::format("[rank {}] {}\n", rank, line);
-}
-
+// A rank: its process and its two output streams (stdout, stderr).
 struct Child {
   RankSpec spec;
   pid_t pid = -1;
   bool exited = false;
   int status = 0;
-  Stream streams[2];
+  RankOutput streams[2];
 };
-
-void write_all(int fd, std::string_view text) {
-  while (!text.empty()) {
-    ssize_t n = ::write(fd, text.data(), text.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    text.remove_prefix(static_cast<size_t>(n));
-  }
-}
-
-// Longest piece of a rank's output held back waiting for its newline, in bytes.
-constexpr size_t kMaxLine = 64 << 10;
-
-// Reads what is there (the pipe is non-blocking) and writes each complete line with the
-// prefix. Returns whether it read anything; closes the stream at EOF.
-bool pump(Stream& s, int rank) {
-  char buffer[65536];
-  ssize_t n = ::read(s.fd, buffer, sizeof buffer);
-  if (n < 0 && (errno == EINTR || errno == EAGAIN)) return false;
-  if (n > 0) s.partial.append(buffer, static_cast<size_t>(n));
-  std::string lines;
-  size_t start = 0;
-  for (size_t nl; (nl = s.partial.find('\n', start)) != std::string::npos; start = nl + 1)
-    lines += prefixed(s, rank, std::string_view(s.partial).substr(start, nl - start));
-  s.partial.erase(0, start);
-  // At EOF the last piece goes out as a line; so does a piece that reaches kMaxLine, so a rank
-  // that never ends its line (a progress bar redrawn with '\r') cannot grow this buffer forever.
-  if ((n <= 0 || s.partial.size() >= kMaxLine) && !s.partial.empty()) {
-    lines += prefixed(s, rank, std::exchange(s.partial, {}));
-  }
-  write_all(s.out, lines);
-  if (n > 0) return true;
-  ::close(s.fd);
-  s.fd = -1;
-  return false;
-}
-
-// Reads what is left without waiting; a last line without a newline is passed on too.
-void drain(Stream& s, int rank) {
-  while (s.fd >= 0 && pump(s, rank)) {
-  }
-  if (s.fd < 0) return;  // EOF: pump flushed and closed it
-  if (!s.partial.empty()) write_all(s.out, prefixed(s, rank, std::exchange(s.partial, {})));
-  ::close(s.fd);
-  s.fd = -1;
-}
-
-pid_t spawn(const std::vector<std::string>& command, const RankSpec& spec, int out_fd, int err_fd, const sigset_t& old_mask) {
-  // The rank's variables replace any of the same name the launcher inherited (a RANK or
-  // MASTER_PORT left in the shell, or ringgrad-run started from inside another job): with both
-  // in the environment, getenv would return the inherited one, the first.
-  const auto name_of = [](std::string_view entry) { return entry.substr(0, entry.find('=')); };
-  std::vector<std::string> env_strings;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const bool replaced = std::any_of(spec.env.begin(), spec.env.end(),
-                                      [&](const std::string& own) { return name_of(own) == name_of(*e); });
-    if (!replaced) env_strings.emplace_back(*e);
-  }
-  env_strings.insert(env_strings.end(), spec.env.begin(), spec.env.end());
-  std::vector<char*> argv, envp;
-  for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
-  for (const auto& e : env_strings) envp.push_back(const_cast<char*>(e.c_str()));
-  argv.push_back(nullptr);
-  envp.push_back(nullptr);
-  const pid_t launcher = ::getpid();
-  pid_t pid = ::fork();
-  if (pid < 0) throw_errno("fork");
-  if (pid == 0) {
-    ::setpgid(0, 0);  // its own process group: stopping a rank stops what it started too
-    // A launcher killed outright (SIGKILL, OOM) cannot stop its ranks: the kernel does, rather
-    // than leave them running under init. The check closes the window before prctl.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != launcher) _exit(128 + SIGKILL);
-    if (!spec.cpus.empty()) {
-      cpu_set_t set;
-      CPU_ZERO(&set);
-      for (int cpu : spec.cpus) CPU_SET(cpu, &set);
-      ::sched_setaffinity(0, sizeof set, &set);  // CPUs the launcher may run on: cannot fail
-    }
-    ::dup2(out_fd, 1);
-    ::dup2(err_fd, 2);
-    ::sigprocmask(SIG_SETMASK, &old_mask, nullptr);
-    ::execvpe(argv[0], argv.data(), envp.data());
-    std::string message = fmt::format("ringgrad-run: cannot run '{}': {}\n", command[0], std::strerror(errno));
-    write_all(2, message);
-    _exit(127);
-  }
-  ::setpgid(pid, pid);  // also here, so that no kill(-pid) can come before the child's own call
-  return pid;
-}
-
-std::string describe_status(int status) {
-  if (WIFSIGNALED(status)) {
-    const char* name = ::sigabbrev_np(WTERMSIG(status));
-    return fmt::format("was killed by signal {} (SIG{})", WTERMSIG(status), name != nullptr ? name : "?");
-  }
-  return fmt::format("exited with code {}", WEXITSTATUS(status));
-}
-
-bool failed(int status) { return !(WIFEXITED(status) && WEXITSTATUS(status) == 0); }
-
-// Whether process `pid` is stopped (SIGSTOP, a debugger): /proc's State "T" or "t".
-bool is_stopped(pid_t pid) {
-  std::ifstream status(fmt::format("/proc/{}/status", pid));
-  for (std::string line; std::getline(status, line);)
-    if (line.starts_with("State:")) {
-      const auto at = line.find_first_not_of(" \t", 6);
-      return at != std::string::npos && (line[at] == 'T' || line[at] == 't');
-    }
-  return false;
-}
-
-// Whether process `pid` catches SIGUSR1 (/proc's SigCgt mask): sending it to one that does not
-// would end it by the default action.
-bool catches_sigusr1(pid_t pid) {
-  std::ifstream status(fmt::format("/proc/{}/status", pid));
-  for (std::string line; std::getline(status, line);)
-    if (line.starts_with("SigCgt:")) return (std::stoull(line.substr(7), nullptr, 16) >> (SIGUSR1 - 1)) & 1;
-  return false;
-}
 
 // How long the surviving ranks get to write their flight records before SIGTERM.
 constexpr auto kDumpWindow = std::chrono::seconds(1);
@@ -224,7 +85,7 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
     // the folder for flight records goes with them, once their pipes are closed (removing a
     // folder takes a file descriptor too).
     for (Child& c : children) {
-      for (Stream& stream : c.streams)
+      for (RankOutput& stream : c.streams)
         if (stream.fd >= 0) ::close(std::exchange(stream.fd, -1));
       if (c.pid <= 0) continue;
       ::kill(-c.pid, SIGKILL);
@@ -328,7 +189,7 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
     }
   }
   for (Child& c : children) {
-    for (Stream& s : c.streams) drain(s, c.spec.rank);
+    for (RankOutput& s : c.streams) drain(s, c.spec.rank);
     // A rank killed while it set up shared memory (between creating its segment and unlinking
     // it, collectives/links/shm_peers.cc) leaves the segment in /dev/shm: remove it.
     transport::remove_segments_of(c.pid);

@@ -1,11 +1,11 @@
 // Trace: the spans of this process's training work, for a timeline (Chrome trace-event JSON,
 // which Perfetto and chrome://tracing open; nn/parallel/timeline.h writes it with the
-// collectives beside). What records here: each module's forward (nn::Module::operator()), its
-// backward (the graph nodes its forward recorded, run back to back, become one span named
-// after it), whatever a program marks with Span (the optimizer step), and spans of other rows
-// a caller records itself (DDP's buckets, from ready to reduced).
+// collectives beside). What records here: each module's forward and backward (nn/module_trace.h
+// records them, watching the modules and the autograd engine), whatever a program marks with
+// Span (the optimizer step), and spans of other rows a caller records itself (DDP's buckets,
+// from ready to reduced). It depends on nothing else of ringgrad's.
 //
-// Off until start(); while off, a module call or graph node pays one relaxed load of a flag.
+// Off until start(); while off, a Span pays one relaxed load of a flag.
 // Times are steady-clock microseconds (the clock the collectives' flight recorder uses).
 #pragma once
 
@@ -32,7 +32,8 @@ inline std::atomic<bool> enabled{false};
 /// Whether spans are being recorded.
 inline bool enabled() { return detail::enabled.load(std::memory_order_relaxed); }
 /// Starts recording (dropping what an earlier start left); stop() ends it; take() returns the
-/// spans recorded since start(), oldest first, and forgets them.
+/// spans recorded since start(), oldest first, and forgets them. A program that trains a model
+/// starts and stops through nn::start_tracing() (nn/module_trace.h), which also records backward.
 void start();
 void stop();
 std::vector<Event> take();
@@ -67,26 +68,9 @@ class Span {
   double t0_;
 };
 
-/// The innermost module whose forward runs on this thread (nullptr when none, or when
-/// tracing is off): graph nodes recorded meanwhile carry it, so their backward is named.
-const char* current_module();
-/// A module's forward: while it lives, current_module() is `name`, and at its end the
-/// forward span is recorded (category "forward"). Does nothing while tracing is off.
-class ModuleScope {
- public:
-  explicit ModuleScope(const char* name);
-  ~ModuleScope();
-  ModuleScope(const ModuleScope&) = delete;
-  ModuleScope& operator=(const ModuleScope&) = delete;
-
- private:
-  const char* name_;
-  const char* outer_;
-  double t0_;
-};
-
-/// A graph node of `module` ran from t0 to now on this thread (backward): extends this
-/// thread's last span when it is that module's backward too, else starts one.
-void record_backward(const char* module, double t0_us);
+/// Backward work of `name` (a module, or an op outside any) ran from t0 to now on this thread
+/// (category "backward"): extends this thread's last span when it is `name`'s backward too and
+/// nothing was recorded since, else starts one; so a module's nodes, run back to back, are one span.
+void record_backward(const char* name, double t0_us);
 
 }  // namespace ringgrad::trace

@@ -1,6 +1,6 @@
 // The trace's one buffer: spans appended under a mutex (a few hundred per training step), the
-// interned names, and the per-thread module stack that names backward spans.
-#include "autograd/trace.h"
+// interned names, and the named rows.
+#include "trace/trace.h"
 
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -17,7 +17,6 @@ std::mutex mutex;
 std::vector<Event> events;
 std::set<std::string> names;  // interned: node-based, so pointers stay valid as it grows
 std::vector<std::pair<int, const char*>> named_rows;
-thread_local const char* module = nullptr;
 thread_local std::size_t last_backward = SIZE_MAX;  // this thread's open backward span in `events`
 const char* const kBackward = "backward";
 
@@ -69,32 +68,20 @@ std::vector<std::pair<int, const char*>> rows() {
   return named_rows;
 }
 
-const char* current_module() { return module; }
-
-ModuleScope::ModuleScope(const char* name) : name_(name), outer_(module), t0_(enabled() ? now_us() : -1) {
-  if (t0_ >= 0) module = name;
-}
-
-ModuleScope::~ModuleScope() {
-  if (t0_ < 0) return;
-  module = outer_;
-  record(name_, "forward", thread_id(), t0_, now_us());
-}
-
-void record_backward(const char* module_name, double t0_us) {
+void record_backward(const char* name, double t0_us) {
   if (!enabled()) return;
   const double t1 = now_us();
   const int tid = thread_id();
   std::lock_guard lock(mutex);
   if (last_backward + 1 == events.size()) {  // nothing recorded since this thread's last node
     Event& open = events[last_backward];
-    if (open.tid == tid && open.name == module_name && open.category == kBackward) {
+    if (open.tid == tid && open.name == name && open.category == kBackward) {
       open.t1_us = t1;  // the same module's next node: one span
       return;
     }
   }
   last_backward = events.size();
-  events.push_back({module_name, kBackward, tid, t0_us, t1});
+  events.push_back({name, kBackward, tid, t0_us, t1});
 }
 
 }  // namespace ringgrad::trace
