@@ -15,7 +15,7 @@
 #include "collectives/communicator.h"
 #include "examples/distributed/compare.h"
 #include "examples/distributed/launch.h"
-#include "nn/parallel/ring_attention.h"
+#include "nn/parallel/model_parallel/ring_attention.h"
 #include "tensor/random.h"
 #include "tensor/view.h"
 
