@@ -67,7 +67,7 @@ double train_step(DataParallel& dp, int step) {
   dp.backward(loss);
   dp.step();
   Tensor global = Tensor::full({1}, loss.item<double>(), DType::Float64);
-  dp.comm().all_reduce(as_buffer(global), as_buffer(global), collectives::ReduceOp::AVG);
+  dp.comm().all_reduce(synced_buffer(global), synced_buffer(global), collectives::ReduceOp::AVG);
   return global.item<double>();
 }
 

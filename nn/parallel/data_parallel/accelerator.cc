@@ -62,20 +62,20 @@ std::string Accelerator::batch_split(std::int64_t global_batch, std::int64_t acc
 
 double Accelerator::mean(double value) {
   Tensor t = Tensor::full({1}, value, DType::Float64);
-  comm_->all_reduce(as_buffer(t), as_buffer(t), collectives::ReduceOp::AVG);
+  comm_->all_reduce(synced_buffer(t), synced_buffer(t), collectives::ReduceOp::AVG);
   return t.item<double>();
 }
 
 double Accelerator::broadcast_from_main(double value) {
   Tensor t = Tensor::full({1}, value, DType::Float64);
-  comm_->broadcast(as_buffer(t), as_buffer(t), 0);
+  comm_->broadcast(synced_buffer(t), synced_buffer(t), 0);
   return t.item<double>();
 }
 
 std::vector<double> Accelerator::gather(double value) {
   const Tensor mine = Tensor::full({1}, value, DType::Float64);
   Tensor all = Tensor::zeros({world_size()}, DType::Float64);
-  comm_->all_gather(as_buffer(mine), as_buffer(all));
+  comm_->all_gather(synced_buffer(mine), synced_buffer(all));
   return all.to_vector<double>();
 }
 

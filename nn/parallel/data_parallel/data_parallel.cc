@@ -34,7 +34,7 @@ DataParallel::DataParallel(std::shared_ptr<Module> model, collectives::Communica
     groups_.push_back(std::move(unique));
   }
   // Every rank starts from rank 0's values, so replicas cannot drift from different seeds.
-  auto broadcast = [&](const Tensor& t) { comm_.broadcast(as_buffer(t), as_buffer(t), 0); };
+  auto broadcast = [&](const Tensor& t) { comm_.broadcast(synced_buffer(t), synced_buffer(t), 0); };
   for (const Tensor& p : params_) broadcast(p);
   for (auto& [name, b] : model_->named_buffers()) broadcast(b);
   optimizer_ = make_optimizer(groups_);

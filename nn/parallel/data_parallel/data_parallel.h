@@ -27,8 +27,10 @@ namespace ringgrad::nn::parallel {
 /// this rank's shards of them (ZeRO, FSDP), grouped as the caller grouped the originals.
 using OptimizerFactory = std::function<std::unique_ptr<Optimizer>(std::vector<ParamGroup>)>;
 
-/// Seconds and bytes of gradient communication, summed since the last reset.
-struct CommStats {
+/// What a strategy counts of its own communication (gradients, and the sharded strategies'
+/// parameter gathers), summed since the last reset; the communicator counts every call it is
+/// asked for in collectives::CommStats.
+struct DataParallelStats {
   double wait_seconds = 0;  // time the training thread was blocked on communication
   double bytes = 0;         // bytes handed to collectives (nccl-tests' "size")
 };
@@ -100,7 +102,7 @@ class DataParallel {
   /// update (uneven inputs: the ranks that had a batch, not the world, make the mean).
   void set_gradient_scale(double factor) { gradient_scale_ = factor; }
 
-  const CommStats& stats() const { return stats_; }
+  const DataParallelStats& stats() const { return stats_; }
   void reset_stats() { stats_ = {}; }
 
  protected:
@@ -129,7 +131,7 @@ class DataParallel {
   std::vector<ParamGroup> groups_;
   std::unique_ptr<Optimizer> optimizer_;
   bool sync_enabled_ = true;
-  CommStats stats_;
+  DataParallelStats stats_;
   NormScope norm_scope_;
   double gradient_scale_ = 1;
 

@@ -109,7 +109,7 @@ void DistributedDataParallel::launch_ready_buckets() {
     Bucket& b = buckets_[next_launch_++];
     if (comm_.world_size() == 1) continue;  // one rank: its gradient is already the average
     b.ready_us = trace::now_us();
-    b.work = comm_.all_reduce_async(as_buffer(b.flat), as_buffer(b.flat), collectives::ReduceOp::AVG);
+    b.work = comm_.all_reduce_async(synced_buffer(b.flat), synced_buffer(b.flat), collectives::ReduceOp::AVG);
     stats_.bytes += static_cast<double>(b.flat.numel()) * static_cast<double>(dtype_size(b.flat.dtype()));
   }
 }
@@ -125,7 +125,7 @@ void DistributedDataParallel::finish_all_reduces() {
   Bucket& last = buckets_.back();
   if (comm_.world_size() > 1) {
     last.ready_us = trace::now_us();
-    timed_wait([&] { comm_.all_reduce(as_buffer(last.flat), as_buffer(last.flat), collectives::ReduceOp::AVG); });
+    timed_wait([&] { comm_.all_reduce(synced_buffer(last.flat), synced_buffer(last.flat), collectives::ReduceOp::AVG); });
     stats_.bytes += static_cast<double>(last.flat.numel()) * static_cast<double>(dtype_size(last.flat.dtype()));
     if (trace::enabled()) trace_bucket(buckets_.size() - 1, trace::now_us());
   }

@@ -19,7 +19,7 @@ void NaiveDataParallel::sync_gradients() {
       // must issue the same collectives in the same order.
       if (!p.grad().defined()) p.set_grad(Tensor::zeros(p.shape(), p.dtype(), p.device()));
       const Tensor g = p.grad();
-      comm_.all_reduce(as_buffer(g), as_buffer(g), collectives::ReduceOp::AVG);
+      comm_.all_reduce(synced_buffer(g), synced_buffer(g), collectives::ReduceOp::AVG);
       stats_.bytes += static_cast<double>(g.numel()) * static_cast<double>(dtype_size(g.dtype()));
     }
   });

@@ -24,7 +24,7 @@ void ShardedDataParallel::reduce_scatter_gradient(std::size_t i) {
   Tensor send = Tensor::zeros({padded_numel(i)}, p.dtype(), p.device());
   if (p.grad().defined()) kernels::copy_(kernels::narrow(send, 0, 0, p.numel()), kernels::reshape(p.grad(), {-1}));
   Tensor recv = Tensor::zeros({shard_numel(i)}, p.dtype(), p.device());
-  collectives::Work work = comm_.reduce_scatter_async(as_buffer(send), as_buffer(recv), collectives::ReduceOp::AVG);
+  collectives::Work work = comm_.reduce_scatter_async(synced_buffer(send), synced_buffer(recv), collectives::ReduceOp::AVG);
   stats_.bytes += static_cast<double>(send.numel()) * static_cast<double>(dtype_size(send.dtype()));
   reductions_.push_back({i, std::move(send), std::move(recv), std::move(work)});
 }
@@ -40,9 +40,9 @@ void ShardedDataParallel::finish_reduce_scatters() {
 void ShardedDataParallel::all_gather_into(const Tensor& shard, const Tensor& full, bool async) {
   stats_.bytes += static_cast<double>(full.numel()) * static_cast<double>(dtype_size(full.dtype()));
   if (async) {
-    gathers_.push_back(comm_.all_gather_async(as_buffer(shard), as_buffer(full)));
+    gathers_.push_back(comm_.all_gather_async(synced_buffer(shard), synced_buffer(full)));
   } else {
-    timed_wait([&] { comm_.all_gather(as_buffer(shard), as_buffer(full)); });
+    timed_wait([&] { comm_.all_gather(synced_buffer(shard), synced_buffer(full)); });
   }
 }
 
@@ -56,7 +56,7 @@ void ShardedDataParallel::finish_all_gathers() {
 double ShardedDataParallel::global_norm_squared(double local) {
   // Each rank sums its shards; the ranks' sums add up to the full gradient's squared norm.
   Tensor total = Tensor::full({1}, local, DType::Float64);
-  timed_wait([&] { comm_.all_reduce(as_buffer(total), as_buffer(total), collectives::ReduceOp::SUM); });
+  timed_wait([&] { comm_.all_reduce(synced_buffer(total), synced_buffer(total), collectives::ReduceOp::SUM); });
   return total.item<double>();
 }
 

@@ -9,7 +9,7 @@ MuonOptions shard_over(MuonOptions options, collectives::Communicator& comm) {
   if (comm.world_size() == 1) return options;
   options.shard_rank = comm.rank();
   options.shard_count = comm.world_size();
-  options.share = [&comm](Tensor& p, int owner) { comm.broadcast(as_buffer(p), as_buffer(p), owner); };
+  options.share = [&comm](Tensor& p, int owner) { comm.broadcast(synced_buffer(p), synced_buffer(p), owner); };
   return options;
 }
 

@@ -32,7 +32,7 @@ Tensor whole_of(const Tensor& mine, const ShardSpec& spec, Communicator& tp, std
   Shape all_shape = piece.shape();
   all_shape.insert(all_shape.begin(), p);
   Tensor pieces = Tensor::empty(all_shape, piece.dtype(), piece.device());
-  tp.all_gather(as_buffer(piece), as_buffer(pieces));
+  tp.all_gather(synced_buffer(piece), synced_buffer(pieces));
   // Piece q holds slice q of each part, back to back along spec.dim.
   Shape shape = piece.shape();
   const std::int64_t n = piece.size(spec.dim) / spec.parts;
@@ -81,7 +81,7 @@ void save_grid_checkpoint(const std::string& path, DataParallel& dp, GridGroups&
   if (replica0 && pp.rank() != 0) {
     for (auto& [name, tensors] : stage.named_parameters())
       if (whole.contains(name))
-        for (const Tensor& t : whole.at(name)) pp.send(as_buffer(t), 0);
+        for (const Tensor& t : whole.at(name)) pp.send(synced_buffer(t), 0);
   }
   if (replica0 && pp.rank() == 0) {
     // The whole model's tensors, in the GPT's order, each from the stage that holds it.
@@ -94,7 +94,7 @@ void save_grid_checkpoint(const std::string& path, DataParallel& dp, GridGroups&
       for (std::size_t i = 0; i <= states.size(); ++i) {
         Tensor t = Tensor::empty(p.shape(), p.dtype());
         if (from == 0) kernels::copy_(t, whole.at(name)[i]);
-        else pp.recv(as_buffer(t), from);
+        else pp.recv(synced_buffer(t), from);
         file.emplace(i == 0 ? name : "optimizer." + states[i - 1] + "." + name, t);
       }
     }

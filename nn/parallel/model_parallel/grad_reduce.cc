@@ -9,7 +9,7 @@ void all_reduce_grads(const std::vector<Tensor>& params, collectives::Communicat
   for (Tensor p : params) {
     if (!p.grad().defined()) p.set_grad(Tensor::zeros(p.shape(), p.dtype(), p.device()));
     const Tensor g = p.grad();
-    group.all_reduce(as_buffer(g), as_buffer(g), op);
+    group.all_reduce(synced_buffer(g), synced_buffer(g), op);
   }
 }
 

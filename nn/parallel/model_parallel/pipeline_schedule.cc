@@ -31,9 +31,11 @@ struct InFlight {
   Tensor input, output;
 };
 
-class Runner {
+// This stage's part of one pipeline step: its forward and backward slots, the exchanges with
+// its neighbours, and what the step reports. The schedules below call them in their order.
+class StageStep {
  public:
-  Runner(PipelineStage& stage, Communicator& group, const Tensor& idx, const Tensor& targets, int micro_batches)
+  StageStep(PipelineStage& stage, Communicator& group, const Tensor& idx, const Tensor& targets, int micro_batches)
       : stage_(stage), group_(group), idx_(idx), targets_(targets), m_(micro_batches) {
     result_.start_s = now();
     const GPTConfig& c = stage.config();
@@ -77,27 +79,27 @@ class Runner {
   Tensor recv_forward(int m) {
     if (stage_.is_first()) return first_input(m);
     Tensor x = Tensor::empty(activation_shape_, dtype_);
-    group_.recv(as_buffer(x), stage_.stage() - 1, kTag);
+    group_.recv(synced_buffer(x), stage_.stage() - 1, kTag);
     return x.set_requires_grad(true);
   }
   void send_forward(const Tensor& y) {
-    if (!stage_.is_last()) group_.send(as_buffer(kernels::contiguous(y.detach())), stage_.stage() + 1, kTag);
+    if (!stage_.is_last()) group_.send(synced_buffer(kernels::contiguous(y.detach())), stage_.stage() + 1, kTag);
   }
   Tensor recv_backward() {
     if (stage_.is_last()) return Tensor();
     Tensor g = Tensor::empty(activation_shape_, dtype_);
-    group_.recv(as_buffer(g), stage_.stage() + 1, kTag);
+    group_.recv(synced_buffer(g), stage_.stage() + 1, kTag);
     return g;
   }
   void send_backward(const Tensor& g) {
-    if (!stage_.is_first()) group_.send(as_buffer(kernels::contiguous(g)), stage_.stage() - 1, kTag);
+    if (!stage_.is_first()) group_.send(synced_buffer(kernels::contiguous(g)), stage_.stage() - 1, kTag);
   }
   // Send y forward and receive the gradient of an earlier output from the same neighbour, as one batch.
   Tensor send_forward_recv_backward(const Tensor& y) {
     if (stage_.is_last()) return Tensor();
     const Tensor out = kernels::contiguous(y.detach());
     Tensor g = Tensor::empty(activation_shape_, dtype_);
-    group_.batch_send_recv({P2POp::send(as_buffer(out), stage_.stage() + 1), P2POp::recv(as_buffer(g), stage_.stage() + 1)}, kTag);
+    group_.batch_send_recv({P2POp::send(synced_buffer(out), stage_.stage() + 1), P2POp::recv(synced_buffer(g), stage_.stage() + 1)}, kTag);
     return g;
   }
   // Send a gradient back and receive the next micro-batch's input from the same neighbour, as one batch.
@@ -105,7 +107,7 @@ class Runner {
     if (stage_.is_first()) return first_input(m);
     const Tensor back = kernels::contiguous(g);
     Tensor x = Tensor::empty(activation_shape_, dtype_);
-    group_.batch_send_recv({P2POp::send(as_buffer(back), stage_.stage() - 1), P2POp::recv(as_buffer(x), stage_.stage() - 1)}, kTag);
+    group_.batch_send_recv({P2POp::send(synced_buffer(back), stage_.stage() - 1), P2POp::recv(synced_buffer(x), stage_.stage() - 1)}, kTag);
     return x.set_requires_grad(true);
   }
 
@@ -131,7 +133,7 @@ class Runner {
     const Tensor mine = kernels::clone(w.grad());
     Tensor theirs = Tensor::empty(w.shape(), w.dtype(), w.device());
     const int other = stage_.is_first() ? stage_.stages() - 1 : 0;
-    group_.batch_send_recv({P2POp::send(as_buffer(mine), other), P2POp::recv(as_buffer(theirs), other)}, kTag + 1);
+    group_.batch_send_recv({P2POp::send(synced_buffer(mine), other), P2POp::recv(synced_buffer(theirs), other)}, kTag + 1);
     kernels::add_(w.grad(), theirs);
   }
 
@@ -171,25 +173,25 @@ PipelineSchedule parse_pipeline_schedule(const std::string& name) {
 PipelineStepResult pipeline_step(PipelineStage& stage, Communicator& group, const Tensor& idx, const Tensor& targets,
                                  int micro_batches, PipelineSchedule schedule) {
   check_arguments(stage, group, idx, micro_batches);
-  Runner run(stage, group, idx, targets, micro_batches);
+  StageStep step(stage, group, idx, targets, micro_batches);
   const int m = micro_batches;
   if (schedule == PipelineSchedule::kAllForwardAllBackward) {
-    for (int i = 0; i < m; ++i) run.send_forward(run.forward(i, run.recv_forward(i)));
-    for (int i = 0; i < m; ++i) run.send_backward(run.backward(run.recv_backward()));
-    return run.finish();
+    for (int i = 0; i < m; ++i) step.send_forward(step.forward(i, step.recv_forward(i)));
+    for (int i = 0; i < m; ++i) step.send_backward(step.backward(step.recv_backward()));
+    return step.finish();
   }
   // 1F1B: fill the pipe, alternate, drain.
   const int warmup = std::min(stage.stages() - stage.stage() - 1, m), steady = m - warmup;
-  for (int i = 0; i < warmup; ++i) run.send_forward(run.forward(i, run.recv_forward(i)));
-  Tensor input = steady > 0 ? run.recv_forward(warmup) : Tensor();
+  for (int i = 0; i < warmup; ++i) step.send_forward(step.forward(i, step.recv_forward(i)));
+  Tensor input = steady > 0 ? step.recv_forward(warmup) : Tensor();
   for (int i = 0; i < steady; ++i) {
-    const Tensor output_grad = run.send_forward_recv_backward(run.forward(warmup + i, input));
-    const Tensor input_grad = run.backward(output_grad);
-    if (i == steady - 1) run.send_backward(input_grad);
-    else input = run.send_backward_recv_forward(input_grad, warmup + i + 1);
+    const Tensor output_grad = step.send_forward_recv_backward(step.forward(warmup + i, input));
+    const Tensor input_grad = step.backward(output_grad);
+    if (i == steady - 1) step.send_backward(input_grad);
+    else input = step.send_backward_recv_forward(input_grad, warmup + i + 1);
   }
-  for (int i = 0; i < warmup; ++i) run.send_backward(run.backward(run.recv_backward()));
-  return run.finish();
+  for (int i = 0; i < warmup; ++i) step.send_backward(step.backward(step.recv_backward()));
+  return step.finish();
 }
 
 }  // namespace ringgrad::nn::parallel

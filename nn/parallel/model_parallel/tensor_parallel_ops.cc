@@ -19,19 +19,20 @@ namespace k = kernels;
 
 Tensor all_reduce_sum(const Tensor& x, Communicator& group) {
   Tensor y = k::clone(x);  // contiguous, and the caller's tensor stays as it was
-  group.all_reduce(as_buffer(y), as_buffer(y), ReduceOp::SUM);
+  group.all_reduce(synced_buffer(y), synced_buffer(y), ReduceOp::SUM);
   return y;
 }
 
-// x as [outer, n, inner] around dimension `dim` of size n.
-struct Around {
+// x's shape folded to three dimensions [outer, n, inner]: those before `dim`, dim itself (n),
+// those after it.
+struct OuterDimInner {
   std::int64_t outer = 1, n, inner = 1;
 };
-Around around(const Tensor& x, std::int64_t dim) {
-  Around a{1, x.size(dim), 1};
-  for (std::int64_t d = 0; d < dim; ++d) a.outer *= x.size(d);
-  for (std::int64_t d = dim + 1; d < x.dim(); ++d) a.inner *= x.size(d);
-  return a;
+OuterDimInner outer_dim_inner(const Tensor& x, std::int64_t dim) {
+  OuterDimInner s{1, x.size(dim), 1};
+  for (std::int64_t d = 0; d < dim; ++d) s.outer *= x.size(d);
+  for (std::int64_t d = dim + 1; d < x.dim(); ++d) s.inner *= x.size(d);
+  return s;
 }
 
 // [.., n, ..] -> [.., n p, ..] along dim: all_gather lays the ranks' blocks end to end
@@ -39,12 +40,12 @@ Around around(const Tensor& x, std::int64_t dim) {
 // [q n, (q+1) n).
 Tensor all_gather_dim(const Tensor& x, std::int64_t dim, Communicator& group) {
   const Tensor mine = k::contiguous(x);
-  const Around a = around(x, dim);
+  const OuterDimInner s = outer_dim_inner(x, dim);
   const std::int64_t p = group.world_size();
-  Tensor blocks = Tensor::empty({p, a.outer, a.n, a.inner}, x.dtype(), x.device());
-  group.all_gather(as_buffer(mine), as_buffer(blocks));
+  Tensor blocks = Tensor::empty({p, s.outer, s.n, s.inner}, x.dtype(), x.device());
+  group.all_gather(synced_buffer(mine), synced_buffer(blocks));
   Shape out = x.shape();
-  out[static_cast<std::size_t>(dim)] = a.n * p;
+  out[static_cast<std::size_t>(dim)] = s.n * p;
   return k::reshape(k::contiguous(k::transpose(blocks, 0, 1)), out);
 }
 
@@ -58,13 +59,13 @@ void check_divides(const Tensor& x, std::int64_t dim, const Communicator& group,
 // moved to the front, then reduce_scatter.
 Tensor reduce_scatter_dim(const Tensor& x, std::int64_t dim, Communicator& group, const char* op) {
   check_divides(x, dim, group, op);
-  const Around a = around(x, dim);
-  const std::int64_t p = group.world_size(), n = a.n / p;
-  const Tensor blocks = k::contiguous(k::transpose(k::reshape(k::contiguous(x), {a.outer, p, n, a.inner}), 0, 1));
+  const OuterDimInner s = outer_dim_inner(x, dim);
+  const std::int64_t p = group.world_size(), n = s.n / p;
+  const Tensor blocks = k::contiguous(k::transpose(k::reshape(k::contiguous(x), {s.outer, p, n, s.inner}), 0, 1));
   Shape out = x.shape();
   out[static_cast<std::size_t>(dim)] = n;
   Tensor mine = Tensor::empty(out, x.dtype(), x.device());
-  group.reduce_scatter(as_buffer(blocks), as_buffer(mine), ReduceOp::SUM);
+  group.reduce_scatter(synced_buffer(blocks), synced_buffer(mine), ReduceOp::SUM);
   return mine;
 }
 

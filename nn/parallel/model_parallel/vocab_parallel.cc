@@ -48,7 +48,7 @@ Owned owned(const Tensor& ids, std::int64_t rows_here, std::int64_t vocab, Commu
           k::to_dtype(Tensor::from_vector(mask, ids.shape()), dtype).to(device)};
 }
 
-void all_reduce(Tensor& t, ReduceOp op, Communicator& group) { group.all_reduce(as_buffer(t), as_buffer(t), op); }
+void all_reduce(Tensor& t, ReduceOp op, Communicator& group) { group.all_reduce(synced_buffer(t), synced_buffer(t), op); }
 
 // 1 for this rank's columns below vocab_size, 0 for padding: [1, here].
 Tensor real_columns(std::int64_t here, std::int64_t vocab_size, const Communicator& group, DType dtype, Device device) {
