@@ -10,7 +10,7 @@
 // For matrices only (the speedrun pairs it with AdamW for embeddings, norms and biases); it
 // needs each whole gradient matrix, so it runs where the full gradient is (one process, DDP),
 // not on ZeRO's flat shards. Under DDP the orthogonalisations can be split over the ranks
-// (MuonOptions::shard_count, nn/parallel/sharded_muon.h).
+// (MuonOptions::shard_count, nn/parallel/data_parallel/sharded_muon.h).
 #pragma once
 
 #include <functional>
@@ -32,8 +32,8 @@ struct MuonOptions {
   // Under data parallelism every rank holds the same averaged gradients, so the orthogonalisation
   // (the costly part) can be split: matrix k (counted over the groups) is updated by rank
   // k % shard_count only, and then `share(p, owner)` makes every rank's copy the owner's (a
-  // broadcast; nn/parallel/sharded_muon.h). Every rank still keeps every momentum buffer, so the
-  // result and the state are those of one process. shard_count 1: no sharing.
+  // broadcast; nn/parallel/data_parallel/sharded_muon.h). Every rank still keeps every momentum
+  // buffer, so the result and the state are those of one process. shard_count 1: no sharing.
   int shard_rank = 0, shard_count = 1;
   std::function<void(Tensor& param, int owner)> share = nullptr;
 };

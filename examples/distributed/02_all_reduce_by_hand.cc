@@ -30,7 +30,7 @@ int main() try {
     optimizer.zero_grad();
     backward(loss);
     for (const Tensor& p : model->parameters()) {
-      auto g = nn::parallel::as_buffer(p.grad());
+      auto g = nn::parallel::synced_buffer(p.grad());
       comm.all_reduce(g, g, collectives::ReduceOp::AVG);  // in place: sum over ranks, / world
     }
     optimizer.step();

@@ -9,8 +9,8 @@
 #include "autograd/ops.h"
 #include "examples/distributed/launch.h"
 #include "examples/distributed/toy.h"
-#include "nn/parallel/accelerator.h"
-#include "nn/parallel/ddp.h"
+#include "nn/parallel/data_parallel/accelerator.h"
+#include "nn/parallel/data_parallel/ddp.h"
 
 using namespace ringgrad;
 namespace parallel = ringgrad::nn::parallel;

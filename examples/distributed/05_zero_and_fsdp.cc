@@ -11,8 +11,8 @@
 #include "autograd/ops.h"
 #include "examples/distributed/launch.h"
 #include "examples/distributed/toy.h"
-#include "nn/parallel/accelerator.h"
-#include "nn/parallel/training_state.h"
+#include "nn/parallel/data_parallel/accelerator.h"
+#include "nn/parallel/data_parallel/training_state.h"
 
 using namespace ringgrad;
 namespace parallel = ringgrad::nn::parallel;

@@ -17,7 +17,7 @@
 #include "examples/distributed/launch.h"
 #include "nn/linear.h"
 #include "nn/optim.h"
-#include "nn/parallel/tensor_parallel_linear.h"
+#include "nn/parallel/model_parallel/tensor_parallel_linear.h"
 #include "tensor/random.h"
 #include "tensor/view.h"
 

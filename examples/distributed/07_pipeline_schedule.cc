@@ -15,7 +15,7 @@
 
 #include "collectives/communicator.h"
 #include "examples/distributed/launch.h"
-#include "nn/parallel/pipeline_schedule.h"
+#include "nn/parallel/model_parallel/pipeline_schedule.h"
 #include "tensor/random.h"
 
 using namespace ringgrad;

@@ -15,7 +15,7 @@
 #include "collectives/communicator.h"
 #include "examples/distributed/compare.h"
 #include "examples/distributed/launch.h"
-#include "nn/parallel/ring_attention.h"
+#include "nn/parallel/model_parallel/ring_attention.h"
 #include "tensor/random.h"
 #include "tensor/view.h"
 
@@ -49,9 +49,9 @@ int main() try {
   if (rank == 0) {
     const double block = 2.0 * kB * t * kC * 8;  // one k and v block in doubles, bytes
     fmt::print("the ring moved (sent + received, this rank): {}\n", cp.stats().describe());
-    fmt::print("formula: forward {} pass{} of a k, v block ({:.0f} bytes) each way, backward {} of k, v, dk, dv "
-               "({:.0f} bytes): {:.3f} MB\n", c - 1, c == 2 ? "" : "es", block, c, 2 * block,
-               ((c - 1) * 2 * block + c * 2 * 2 * block) / 1e6);
+    fmt::print("formula: a block of k, v or of dk, dv is {:.0f} bytes; forward {} pass{} of k, v each way, backward {} "
+               "of k, v and {} of dk, dv: {:.3f} MB\n", block, c - 1, c == 2 ? "" : "es", c - 1, c,
+               (2 * (c - 1) * 2 * block + c * 2 * block) / 1e6);
   }
 } catch (const std::exception& e) {
   return launch::report("08_ring_attention", e);

@@ -5,7 +5,7 @@
 #include <fmt/format.h>
 
 #include "examples/train_gpt/checkpointing.h"
-#include "nn/parallel/training_state.h"
+#include "nn/parallel/data_parallel/training_state.h"
 #include "nn/transformer/train_step.h"
 
 namespace ringgrad::examples {

@@ -1,11 +1,11 @@
 // train_gpt's model-parallel path (--tp, --pp, --cp): the GPT on a dp x pp x cp x tp grid of the
-// job's ranks, trained with grid_step (nn/parallel/grid_training.h), the data-parallel size the
-// rest of the world and --strategy the data-parallel strategy inside its groups. Checkpoints are the one-process format (nn/parallel/grid_checkpoint.h).
+// job's ranks, trained with grid_step (nn/parallel/grid/grid_training.h), the data-parallel size the
+// rest of the world and --strategy the data-parallel strategy inside its groups. Checkpoints are the one-process format (nn/parallel/grid/grid_checkpoint.h).
 #pragma once
 
 #include <string>
 
-#include "nn/parallel/make_data_parallel.h"
+#include "nn/parallel/data_parallel/make_data_parallel.h"
 #include "nn/transformer/train_config.h"
 
 namespace ringgrad::examples {

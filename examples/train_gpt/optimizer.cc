@@ -6,7 +6,7 @@
 
 #include "trace/trace.h"
 #include "nn/muon_adamw.h"
-#include "nn/parallel/sharded_muon.h"
+#include "nn/parallel/data_parallel/sharded_muon.h"
 #include "nn/transformer/train_step.h"
 
 namespace ringgrad::examples {

@@ -6,7 +6,7 @@
 #include <string>
 
 #include "examples/train_gpt/options.h"
-#include "nn/parallel/accelerator.h"
+#include "nn/parallel/data_parallel/accelerator.h"
 #include "nn/transformer/gpt.h"
 
 namespace ringgrad::examples {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "examples/train_gpt/optimizer.h"
-#include "nn/parallel/training_state.h"
+#include "nn/parallel/data_parallel/training_state.h"
 #include "tensor/precision.h"
 
 namespace ringgrad::examples {

@@ -8,7 +8,7 @@
 #include "examples/train_gpt/options.h"
 #include "examples/train_gpt/run_log.h"
 #include "nn/data/char_dataset.h"
-#include "nn/parallel/accelerator.h"
+#include "nn/parallel/data_parallel/accelerator.h"
 #include "nn/transformer/checkpoint.h"
 #include "nn/transformer/gpt.h"
 

@@ -33,7 +33,7 @@
 #include "examples/train_gpt/run.h"
 #include "nn/data/char_dataset.h"
 #include "nn/data/idx.h"
-#include "nn/parallel/accelerator.h"
+#include "nn/parallel/data_parallel/accelerator.h"
 #include "nn/parallel/timeline.h"
 #include "tensor/precision.h"
 #include "tensor/threads.h"

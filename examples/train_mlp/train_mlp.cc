@@ -25,7 +25,7 @@
 #include "nn/linear.h"
 #include "nn/lr_schedule.h"
 #include "nn/optim.h"
-#include "nn/parallel/accelerator.h"
+#include "nn/parallel/data_parallel/accelerator.h"
 #include "nn/parallel/timeline.h"
 #include "tensor/elementwise.h"
 #include "tensor/precision.h"

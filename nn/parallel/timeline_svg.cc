@@ -22,7 +22,8 @@ struct Box {
 const char* colour(const std::string& category) {
   static const std::map<std::string, const char*> colours{
       {"forward", "#4c9be8"},    {"backward", "#e8894c"}, {"backward pass", "#f6dcc6"}, {"collective", "#59b36b"},
-      {"ddp", "#a37acc"},        {"wait", "#d9534f"},     {"step", "#8c8c8c"},            {"pipeline", "#c8c8c8"}};
+      {"ddp", "#a37acc"},        {"wait", "#d9534f"},     {"step", "#8c8c8c"},            {"pipeline", "#c8c8c8"},
+      {"ring_attention", "#5bc0de"}, {"transfer", "#a6d96a"}};
   const auto it = colours.find(category);
   return it == colours.end() ? "#bbbbbb" : it->second;
 }
@@ -77,7 +78,7 @@ std::string timeline_svg(const std::string& events_json) {
   }
   std::string legend;
   double lx = kLeft;
-  for (const char* category : {"forward", "backward", "collective", "ddp", "wait", "step", "pipeline"}) {
+  for (const char* category : {"forward", "backward", "collective", "ddp", "wait", "step", "pipeline", "ring_attention", "transfer"}) {
     legend += fmt::format(R"(<rect x="{:.0f}" y="8" width="10" height="10" fill="{}"/><text x="{:.0f}" y="17">{}</text>)", lx,
                           colour(category), lx + 14, category);
     lx += 100;

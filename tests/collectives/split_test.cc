@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "collectives/communicator.h"
-#include "collectives/grid_groups.h"
+#include "nn/parallel/grid/grid_groups.h"
 #include "tests/support/multiprocess.h"
 
 namespace ringgrad::test {
@@ -26,8 +26,8 @@ using collectives::CollectiveError;
 using collectives::Communicator;
 using collectives::ConstBuffer;
 using collectives::DType;
-using collectives::ProcessGrid;
 using collectives::ReduceOp;
+using nn::parallel::ProcessGrid;
 
 void require_ok(const std::vector<RankResult>& results) {
   INFO(describe(results));
@@ -87,8 +87,8 @@ TEST_CASE("split: a 2 x 2 grid's groups, a copy of one and the world run at once
     Communicator world(config, options);
     const ProcessGrid grid({{"row", 2}, {"col", 2}}, 4);
     // The group along "col" holds the ranks of one row; along "row", those of one column.
-    auto row_group = collectives::split_along(world, grid, "col");
-    auto col_group = collectives::split_along(world, grid, "row");
+    auto row_group = nn::parallel::split_along(world, grid, "col");
+    auto col_group = nn::parallel::split_along(world, grid, "row");
     auto row_copy = row_group->split(0, row_group->rank(), "row copy");
     const int r = world.rank();
     std::vector<std::string> errors(4);
@@ -146,8 +146,8 @@ TEST_CASE("split: a dead rank fails every group it is in, within the timeout") {
   const auto results = run_ranks(4, [](const transport::Config& config) {
     Communicator world(config, collectives::CommOptions{});
     const ProcessGrid grid({{"row", 2}, {"col", 2}}, 4);
-    auto row_group = collectives::split_along(world, grid, "col");  // {0, 1}, {2, 3}
-    auto col_group = collectives::split_along(world, grid, "row");  // {0, 2}, {1, 3}
+    auto row_group = nn::parallel::split_along(world, grid, "col");  // {0, 1}, {2, 3}
+    auto col_group = nn::parallel::split_along(world, grid, "row");  // {0, 2}, {1, 3}
     const int r = world.rank();
     if (r == 3) ::_exit(3);  // dies after the splits
     const auto start = std::chrono::steady_clock::now();

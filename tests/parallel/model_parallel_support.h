@@ -13,7 +13,7 @@
 #include "autograd/ops.h"
 #include "collectives/communicator.h"
 #include "nn/optim.h"
-#include "nn/parallel/grid_training.h"
+#include "nn/parallel/grid/grid_training.h"
 #include "nn/transformer/gpt.h"
 #include "tensor/random.h"
 #include "tensor/tensor.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "nn/parallel/accelerator.h"
+#include "nn/parallel/data_parallel/accelerator.h"
 #include "tests/support/multiprocess.h"
 
 using ringgrad::nn::parallel::Accelerator;

@@ -15,7 +15,7 @@
 #include "collectives/communicator.h"
 #include "nn/linear.h"
 #include "nn/optim.h"
-#include "nn/parallel/make_data_parallel.h"
+#include "nn/parallel/data_parallel/make_data_parallel.h"
 #include "tests/support/multiprocess.h"
 #include "tensor/elementwise.h"
 #include "tensor/random.h"

@@ -15,11 +15,11 @@
 #include "nn/linear.h"
 #include "nn/muon_adamw.h"
 #include "nn/optim.h"
-#include "nn/parallel/accelerator.h"
-#include "nn/parallel/make_data_parallel.h"
-#include "nn/parallel/sharded_muon.h"
+#include "nn/parallel/data_parallel/accelerator.h"
+#include "nn/parallel/data_parallel/make_data_parallel.h"
+#include "nn/parallel/data_parallel/sharded_muon.h"
+#include "nn/parallel/data_parallel/training_state.h"
 #include "nn/parallel/tensor_buffer.h"
-#include "nn/parallel/training_state.h"
 #include "nn/safetensors.h"
 #include "tests/support/multiprocess.h"
 #include "tensor/random.h"
@@ -67,7 +67,7 @@ double train_step(DataParallel& dp, int step) {
   dp.backward(loss);
   dp.step();
   Tensor global = Tensor::full({1}, loss.item<double>(), DType::Float64);
-  dp.comm().all_reduce(as_buffer(global), as_buffer(global), collectives::ReduceOp::AVG);
+  dp.comm().all_reduce(synced_buffer(global), synced_buffer(global), collectives::ReduceOp::AVG);
   return global.item<double>();
 }
 

@@ -14,7 +14,7 @@
 #include "autograd/ops.h"
 #include "collectives/communicator.h"
 #include "nn/optim.h"
-#include "nn/parallel/pipeline_schedule.h"
+#include "nn/parallel/model_parallel/pipeline_schedule.h"
 #include "nn/transformer/train_step.h"
 #include "tests/parallel/model_parallel_support.h"
 #include "tests/support/multiprocess.h"

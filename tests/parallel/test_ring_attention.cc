@@ -10,7 +10,7 @@
 #include "autograd/ops.h"
 #include "autograd/transformer_ops.h"
 #include "collectives/communicator.h"
-#include "nn/parallel/ring_attention.h"
+#include "nn/parallel/model_parallel/ring_attention.h"
 #include "tests/parallel/model_parallel_support.h"
 #include "tests/support/multiprocess.h"
 #include "tensor/random.h"

@@ -1,4 +1,4 @@
-// Uneven inputs on real processes (nn/parallel/uneven_inputs.h): 2 and 3 ranks whose batch
+// Uneven inputs on real processes (nn/parallel/data_parallel/uneven_inputs.h): 2 and 3 ranks whose batch
 // counts differ by 1 and by 3 finish without a hang under ddp, zero2 and fsdp, and the model
 // they end with is the one a single process trains when each step's gradient is the mean over
 // the batches the ranks actually had (float64, 1e-12); with kThrow the first uneven step ends
@@ -14,9 +14,9 @@
 #include "collectives/communicator.h"
 #include "nn/linear.h"
 #include "nn/optim.h"
-#include "nn/parallel/make_data_parallel.h"
-#include "nn/parallel/training_state.h"
-#include "nn/parallel/uneven_inputs.h"
+#include "nn/parallel/data_parallel/make_data_parallel.h"
+#include "nn/parallel/data_parallel/training_state.h"
+#include "nn/parallel/data_parallel/uneven_inputs.h"
 #include "tests/support/multiprocess.h"
 #include "tensor/random.h"
 #include "tensor/view.h"

@@ -1,0 +1,150 @@
+// TensorParallelGPT: the GPT's modules cut for a tensor-parallel group (column / row / vocabulary
+// parallel, the rest copied), and its forward, which is GPT::forward with the conjugate ops in.
+#include "nn/parallel/model_parallel/tensor_parallel_gpt.h"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "autograd/linear.h"
+#include "autograd/ops.h"
+#include "autograd/transformer_ops.h"
+#include "nn/parallel/model_parallel/grad_reduce.h"
+#include "nn/parallel/model_parallel/ring_attention.h"
+#include "nn/parallel/model_parallel/tensor_parallel_ops.h"
+#include "tensor/view.h"
+
+namespace ringgrad::nn::parallel {
+namespace {
+
+// A replicated copy of a LayerNorm or an Embedding, with the same values.
+std::shared_ptr<LayerNorm> copy_of(const LayerNorm& full, const GPTConfig& config) {
+  auto ln = std::make_shared<LayerNorm>(full.weight.size(0), full.bias.defined(), 1e-5, config.dtype);
+  kernels::copy_(ln->weight, full.weight);
+  if (full.bias.defined()) kernels::copy_(ln->bias, full.bias);
+  return ln;
+}
+
+std::shared_ptr<Embedding> copy_of(const Embedding& full, const GPTConfig& config) {
+  auto e = std::make_shared<Embedding>(full.weight.size(0), full.weight.size(1), config.dtype);
+  kernels::copy_(e->weight, full.weight);
+  return e;
+}
+
+}  // namespace
+
+std::vector<Tensor> replicated_parameters(const Module& model) {
+  std::vector<Tensor> out;
+  for (auto& [name, p] : model.named_parameters())
+    if (shard_spec(name).dim < 0) out.push_back(p);
+  return out;
+}
+
+void TensorParallelBlock::set_sequence_parallel(bool on) {
+  attn->c_attn->sequence_parallel = attn->c_proj->sequence_parallel = on;
+  mlp->c_fc->sequence_parallel = mlp->c_proj->sequence_parallel = on;
+}
+
+ShardSpec shard_spec(std::string_view name) {
+  if (name == "wte.weight" || name == "lm_head.weight") return {0, 1, true};
+  if (name.ends_with("attn.c_attn.weight") || name.ends_with("attn.c_attn.bias")) return {0, 3, false};
+  if (name.ends_with("mlp.c_fc.weight") || name.ends_with("mlp.c_fc.bias")) return {0, 1, false};
+  if (name.ends_with("c_proj.weight")) return {1, 1, false};
+  return {};  // LayerNorms, wpe, the row-parallel biases
+}
+
+Tensor shard_of(const Tensor& whole, const ShardSpec& spec, int rank, int p) {
+  if (spec.dim < 0) return whole.detach();
+  return shard_along(spec.padded ? pad_vocab(whole, p) : whole.detach(), spec.dim, rank, p, spec.parts);
+}
+
+TensorParallelAttention::TensorParallelAttention(const CausalSelfAttention& full, const GPTConfig& config,
+                                                 collectives::Communicator& group, collectives::Communicator* context)
+    : heads_here_(config.n_head / group.world_size()),
+      dropout_(config.dropout),
+      context_(context != nullptr && context->world_size() > 1 ? context : nullptr) {
+  c_attn = register_module("c_attn", std::make_shared<ColumnParallelLinear>(*full.c_attn, group, false, /*parts=*/3));
+  c_proj = register_module("c_proj", std::make_shared<RowParallelLinear>(*full.c_proj, group));
+}
+
+Tensor TensorParallelAttention::forward(const Tensor& x) {
+  const Tensor qkv = (*c_attn)(x);  // [B, T, 3C/p]
+  const Tensor y = context_ != nullptr ? ring_attention(qkv, heads_here_, *context_) : causal_self_attention(qkv, heads_here_);
+  return dropout((*c_proj)(y), dropout_, is_training());
+}
+
+TensorParallelMLP::TensorParallelMLP(const MLP& full, const GPTConfig& config, collectives::Communicator& group)
+    : dropout_(config.dropout) {
+  c_fc = register_module("c_fc", std::make_shared<ColumnParallelLinear>(*full.c_fc, group));
+  c_proj = register_module("c_proj", std::make_shared<RowParallelLinear>(*full.c_proj, group));
+}
+
+Tensor TensorParallelMLP::forward(const Tensor& x) {
+  return dropout((*c_proj)(gelu((*c_fc)(x))), dropout_, is_training());
+}
+
+TensorParallelBlock::TensorParallelBlock(const Block& full, const GPTConfig& config, collectives::Communicator& group,
+                                         collectives::Communicator* context) {
+  ln_1 = register_module("ln_1", copy_of(*full.ln_1, config));
+  attn = register_module("attn", std::make_shared<TensorParallelAttention>(*full.attn, config, group, context));
+  ln_2 = register_module("ln_2", copy_of(*full.ln_2, config));
+  mlp = register_module("mlp", std::make_shared<TensorParallelMLP>(*full.mlp, config, group));
+}
+
+Tensor TensorParallelBlock::forward(const Tensor& x) {
+  const Tensor h = x + (*attn)((*ln_1)(x));
+  return h + (*mlp)((*ln_2)(h));
+}
+
+TensorParallelGPT::TensorParallelGPT(const GPT& full, collectives::Communicator& group, bool sequence_parallel)
+    : config_(full.config()), group_(group), sequence_parallel_(sequence_parallel) {
+  const std::int64_t p = group.world_size();
+  if (!config_.data_parallel_only().empty())
+    throw std::invalid_argument(fmt::format("rank {}: {} not built for tensor parallelism yet", group.rank(),
+                                            fmt::join(config_.data_parallel_only(), ", ")));
+  if (config_.n_head % p != 0)
+    throw std::invalid_argument(fmt::format("TensorParallelGPT on rank {}: n_head {} does not divide into {} "
+                                            "tensor-parallel ranks", group.rank(), config_.n_head, p));
+  if (!config_.tie_weights) throw std::invalid_argument("TensorParallelGPT: needs tie_weights (lm_head is wte)");
+  wte = register_module("wte", std::make_shared<VocabParallelEmbedding>(pad_vocab(full.wte->weight, p), group));
+  wpe = register_module("wpe", copy_of(*full.wpe, config_));
+  for (std::size_t i = 0; i < full.h.size(); ++i)
+    h.push_back(register_module("h." + std::to_string(i), std::make_shared<TensorParallelBlock>(*full.h[i], config_, group)));
+  ln_f = register_module("ln_f", copy_of(*full.ln_f, config_));
+  wte->sequence_parallel = sequence_parallel;
+  for (auto& block : h) block->set_sequence_parallel(sequence_parallel);
+}
+
+void TensorParallelGPT::all_reduce_replicated_grads() {
+  if (!sequence_parallel_ || group_.world_size() == 1) return;
+  all_reduce_grads(replicated_parameters(*this), group_, collectives::ReduceOp::SUM);
+}
+
+Tensor TensorParallelGPT::forward(const Tensor& idx) {
+  if (idx.dim() != 2 || idx.size(1) > config_.block_size)
+    throw std::invalid_argument(fmt::format("TensorParallelGPT: need token ids [B, T] with T <= block_size {}, got {}",
+                                            config_.block_size, shape_str(idx.shape())));
+  const std::int64_t t = idx.size(1), p = group_.world_size();
+  if (sequence_parallel_ && t % p != 0)
+    throw std::invalid_argument(fmt::format("TensorParallelGPT on rank {}: sequence parallelism needs T ({}) to divide "
+                                            "into {} ranks", group_.rank(), t, p));
+  // Sequence parallel: this rank's positions [r T/p, (r+1) T/p) only.
+  const std::int64_t first = sequence_parallel_ ? group_.rank() * (t / p) : 0, len = sequence_parallel_ ? t / p : t;
+  const Tensor pos = kernels::narrow(Tensor::arange(t), 0, first, len).to(idx.device());
+  Tensor x = dropout((*wte)(idx) + (*wpe)(kernels::contiguous(pos)), config_.dropout, is_training());  // [B, len, C]
+  for (auto& block : h) x = (*block)(x);
+  x = (*ln_f)(x);
+  // The tied head is column-parallel over the vocabulary: the whole x in (gathered along T under
+  // sequence parallelism), this rank's columns out.
+  return linear(sequence_parallel_ ? gather_sequence(x, group_) : copy_to_group(x, group_), wte->weight);  // [B, T, V'/p]
+}
+
+Tensor TensorParallelGPT::loss(const Tensor& idx, const Tensor& targets) {
+  const Tensor logits = forward(idx);
+  const std::int64_t rows = logits.size(0) * logits.size(1);
+  return vocab_parallel_cross_entropy(reshape(logits, {rows, logits.size(2)}), reshape(targets, {rows}), group_,
+                                      config_.vocab_size);
+}
+
+}  // namespace ringgrad::nn::parallel
