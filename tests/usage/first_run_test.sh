@@ -15,7 +15,7 @@ i=0
 while [ $i -lt 300 ]; do echo "To be, or not to be, that is the question: $i"; i=$((i + 1)); done > "$dir/text.txt"
 
 # 1. The examples that need several processes, started alone. (No rank variables inherited.)
-for example in 02_all_reduce_by_hand 06_tensor_parallel_mlp 07_pipeline_schedule 08_ring_attention; do
+for example in 02_all_reduce_by_hand 06_tensor_parallel_mlp 07_pipeline_schedule 08_ring_attention 09_ring_all_reduce; do
   status=0
   env -u RANK -u WORLD_SIZE "$bin/$example" > "$dir/out.txt" 2>&1 || status=$?
   [ $status -eq 2 ] || fail "$example alone exited $status, not 2"

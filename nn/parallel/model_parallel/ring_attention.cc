@@ -14,7 +14,7 @@
 #include <fmt/format.h>
 
 #include "autograd/node.h"
-#include "autograd/trace.h"
+#include "trace/trace.h"
 #include "tensor/view.h"
 
 namespace ringgrad::nn::parallel {
