@@ -18,6 +18,7 @@
 #include "collectives/flight_recorder.h"
 #include "collectives/links/host_link.h"
 #include "collectives/links/host_memory_link.h"
+#include "collectives/links/plain_shm_link.h"
 #include "collectives/links/shm_link.h"
 #include "collectives/links/shm_peers.h"
 #include "collectives/task.h"
@@ -502,7 +503,9 @@ bool Communicator::check_agreement(const Task& task) {
 void Communicator::choose_host_path() {
   if (shm_decided_) return;
   std::string why = hosts_.hosts() > 1 ? fmt::format("the ranks are on {} hosts", hosts_.hosts()) : "";
-  if (why.empty()) shm_ = ShmPeers::connect(*transport_, options_.chunk_bytes, options_.shared_memory, options_.shm_stores, why);
+  if (why.empty())
+    shm_ = ShmPeers::connect(*transport_, options_.chunk_bytes, options_.shared_memory, options_.shm_stores,
+                             options_.shm_link, why);
   shm_decided_ = true;
   if (shm_) {
     // Every rank is on this host. A rank's collective on the worker thread runs beside its
@@ -511,10 +514,13 @@ void Communicator::choose_host_path() {
     shm_poll_beside_caller_ = options_.shm_poll.value_or(shm_poll_default(2 * world_size_, shm_->cpus()));
   }
   std::lock_guard lock(mutex_);
-  host_path_ = shm_ ? "shared memory" : fmt::format("TCP ({})", why);
+  host_path_ = !shm_ ? fmt::format("TCP ({})", why)
+              : options_.shm_link == ShmLinkKind::kPlain ? "shared memory (the plain link)" : "shared memory";
 }
 
 std::unique_ptr<Link> Communicator::host_link(const Task& task, uint64_t tag) {
+  if (shm_ && is_collective(task.kind) && options_.shm_link == ShmLinkKind::kPlain)
+    return std::make_unique<PlainShmLink>(*shm_, *transport_, task.seq, tag, *host_buffers_);
   if (shm_ && is_collective(task.kind)) {
     // A queued task runs on the worker: it polls long only while a caller waits for it.
     const ShmPoll poll{shm_poll_alone_, shm_poll_beside_caller_, task.state ? callers_waiting_.get() : nullptr};

@@ -5,8 +5,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
-#include <optional>
-#include <string>
 
 #include <fmt/format.h>
 
@@ -207,27 +205,8 @@ void ShmLink::wait(const Outgoing& out, const Incoming& in, Clock::time_point la
   }
   if (ready(out, in)) return;
   // Nothing came: is anyone we wait for gone?
-  const auto what = [&] {
-    std::string s;
-    if (out.done < out.bytes) s = fmt::format("sending {} of {} bytes to rank {}", out.done, out.bytes, out.to);
-    if (in.done < in.bytes)
-      s += fmt::format("{}receiving {} of {} bytes from rank {}", s.empty() ? "" : ", ", in.done, in.bytes, in.from);
-    return s;
-  };
-  // A peer that failed after it finished this collective leaves it to finish: its pieces are
-  // already in the inboxes.
-  if (const std::optional<ShmAbort> failed = peers_.aborted(rank()); failed && failed->first <= seq_)
-    throw transport::TransportError(fmt::format("rank {}: rank {} failed and runs no collective from #{} on, so this "
-                                                "one stops ({})", rank(), failed->rank, failed->first, what()));
-  for (int peer : {out.done < out.bytes ? out.to : -1, in.done < in.bytes ? in.from : -1}) {
-    if (peer >= 0 && !transport_.connected(peer))
-      throw transport::TransportError(fmt::format("rank {}: rank {} closed its connection: it exited or died ({})",
-                                                  rank(), peer, what()));
-  }
-  if (Clock::now() - last > transport_.timeout())
-    throw transport::TransportError(fmt::format("rank {}: no progress over shared memory for {} ms (a peer may have hung or "
-                                                "be waiting on something else; {})", rank(),
-                                                transport_.timeout().count(), what()));
+  peers_.fail_if_stuck(transport_, seq_, out.done < out.bytes ? out.to : -1, in.done < in.bytes ? in.from : -1, last,
+                       [&] { return waiting_for(out, in); });
 }
 
 }  // namespace ringgrad::collectives
