@@ -104,11 +104,12 @@ std::byte* ShmPeers::slot(int owner, int sender, std::uint32_t k) const {
 
 void ShmPeers::ring(int rank) const {
   ShmDoorbell& bell = doorbell(rank);
-  // A rank that polls watches the counts themselves; only a sleeper needs the doorbell. The
-  // fence orders "publish the count, then look for sleepers" against the sleeper's "sleepers++,
-  // then look at the counts": either it sees the new count and does not sleep, or this sees it
-  // asleep and wakes it. A fence stays in this core; a bump of a line the peer spins on would
-  // cross to the peer's core and back on every piece (a third of a small all-reduce's time).
+  // ShmLink's doorbell trick (shm_link.cc): a rank that polls watches the counts themselves;
+  // only a sleeper needs the doorbell. The fence orders "publish the count, then look for
+  // sleepers" against the sleeper's "sleepers++, then look at the counts": either it sees the
+  // new count and does not sleep, or this sees it asleep and wakes it. A fence stays in this
+  // core; a bump of a line the peer spins on would cross to the peer's core and back on every
+  // piece (a third of a small all-reduce's time).
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (std::atomic_ref(bell.sleepers).load() > 0) wake(bell);
 }

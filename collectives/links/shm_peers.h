@@ -36,7 +36,8 @@ constexpr int kShmSlots = 4;
 static_assert(InboxWriter::kSlowInRow > kShmSlots);
 
 /// The words two processes meet on. Each is written by one side only, except `rings` and
-/// `aborted`.
+/// `aborted`. `rings` and `sleepers` serve ShmLink's trick "a doorbell rung only for sleepers"
+/// (shm_link.cc); the plain link naps instead, and reads `aborted` only.
 struct alignas(64) ShmDoorbell {
   std::uint32_t rings;     // bumped to wake this rank's sleepers (the futex word)
   std::uint32_t sleepers;  // this rank's threads asleep, or about to sleep, on `rings`
@@ -108,10 +109,10 @@ class ShmPeers {
   void fail_if_stuck(const transport::Transport& transport, std::uint64_t seq, int to, int from,
                      std::chrono::steady_clock::time_point last, const std::function<std::string()>& what) const;
 
-  /// This rank's own count of the pieces it put in `to`'s inbox, and the last `consumed` it read
-  /// there: the receiver's line is read again only when that one says the inbox is full, so a
-  /// small piece costs the sender no wait for it. And how it writes them there. Only the thread
-  /// running a task touches it.
+  /// ShmLink's own count of the pieces this rank put in `to`'s inbox, and the last `consumed` it
+  /// read there (the trick "four slots a pair, and the sender's own count of them",
+  /// shm_link.cc), and how it writes them there (shm_copy.h). Only the thread running a task
+  /// touches it; the plain link does not.
   struct Sent {
     std::uint32_t written = 0, consumed = 0;
     InboxWriter writer;
