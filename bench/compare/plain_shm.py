@@ -1,21 +1,22 @@
 #!/usr/bin/env python3
 """The plain shared-memory link beside the fast one: 2-rank all_reduce_perf at a few sizes over
-ShmLink (fast), PlainShmLink (RINGGRAD_SHM_LINK=plain) and ShmLink without two of its tricks
-(plain stores, a 50 us poll like the plain link's spin), in turn within each round (the order
-rotates), then per size each one's median in-place time and the median of the rounds' ratios
-to the fast link.
+ShmLink (fast), PlainShmLink (RINGGRAD_SHM_LINK=plain) and ShmLink without its streaming stores
+(RINGGRAD_SHM_STREAM=0, which tells that trick from the rest), in turn within each round (the
+order rotates), then per size each one's median in-place time and the median of the rounds'
+ratios to the fast link.
   bench/compare/plain_shm.py [--build build] [--rounds 5] [--sizes 8,64K,16M]"""
 import argparse
+import json
 import os
 import re
 import statistics
 import subprocess
+import tempfile
 
 CONTENDERS = {
     "fast": {"RINGGRAD_SHM_LINK": "fast"},
     "plain": {"RINGGRAD_SHM_LINK": "plain"},
-    "fast, plain stores, 50 us poll": {"RINGGRAD_SHM_LINK": "fast", "RINGGRAD_SHM_STREAM": "0",
-                                       "RINGGRAD_SHM_POLL_US": "50"},
+    "fast, plain stores": {"RINGGRAD_SHM_LINK": "fast", "RINGGRAD_SHM_STREAM": "0"},
 }
 ITERS = {8: 20000, 64 << 10: 2000, 16 << 20: 20}  # timed calls per size (-n); others get 100
 
@@ -26,17 +27,15 @@ def parse_size(s):
 
 
 def in_place_us(build, env, size):
-    """Rank 0's in-place time of one all_reduce_perf row, in us."""
+    """The in-place time of one all_reduce_perf row (the slowest rank's mean), in us."""
     n = ITERS.get(size, 100)
-    cmd = [f"{build}/bin/ringgrad-run", "--nproc-per-node", "2", f"{build}/bin/all_reduce_perf",
-           "-b", str(size), "-e", str(size), "-n", str(n), "-w", str(max(5, n // 20)), "--warmup_ms", "20"]
-    out = subprocess.run(cmd, env=dict(os.environ, **env), capture_output=True, text=True, check=True,
-                         timeout=600).stdout
-    for line in out.splitlines():
-        fields = re.sub(r"^\[rank 0\]", "", line).split()
-        if fields and fields[0] == str(size):
-            return float(fields[9])  # size count type redop root time algbw busbw #wrong TIME ...
-    raise RuntimeError(f"no row for {size} B in:\n{out}")
+    with tempfile.TemporaryDirectory() as d:
+        cmd = [f"{build}/bin/ringgrad-run", "--nproc-per-node", "2", f"{build}/bin/all_reduce_perf",
+               "-b", str(size), "-e", str(size), "-n", str(n), "-w", str(max(5, n // 20)), "--warmup_ms", "20",
+               "--json", f"{d}/row.json"]
+        subprocess.run(cmd, env=dict(os.environ, **env), capture_output=True, check=True, timeout=600)
+        with open(f"{d}/row.json") as f:
+            return json.load(f)["rows"][0]["in_place"]["time_us"]
 
 
 def us(t):
@@ -58,7 +57,7 @@ def main():
         for s in sizes:
             for name in order:
                 times[name, s].append(in_place_us(a.build, CONTENDERS[name], s))
-        print(f"round {r + 1}: " + "; ".join(f"{label} B " + ", ".join(f"{n} {times[n, s][-1]}" for n in names)
+        print(f"round {r + 1}: " + "; ".join(f"{label} B " + ", ".join(f"{n} {us(times[n, s][-1])}" for n in names)
                                              for label, s in zip(labels, sizes)), flush=True)
     cpu = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
     model = re.search(r"Model name:\s*(.*)", cpu).group(1)

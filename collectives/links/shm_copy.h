@@ -9,8 +9,9 @@
 // slower where the cache was shared. So a sender times its plain copies of large pieces and
 // streams for a while after kSlowInRow slow ones in a row. Buys: where plain copies of 128 KiB
 // pieces ran at 2-2.5 GB/s (streaming: 27-30 GB/s), a 1 MiB all-reduce took 92-121 us instead of
-// 531-548; elsewhere it costs two clock reads a piece (docs/collectives.md, "Plain or streaming
-// stores"). Chosen for pieces of at least kTimedBytes; RINGGRAD_SHM_STREAM=0 or 1 fixes it.
+// 531-548, and a 64 KiB one 8.5 us instead of 36 (docs/collectives.md, "Plain or streaming
+// stores" and "The plain shared-memory link beside the fast one"); elsewhere it costs two clock
+// reads a piece. Chosen for pieces of at least kTimedBytes; RINGGRAD_SHM_STREAM=0 or 1 fixes it.
 #pragma once
 
 #include <chrono>

@@ -54,8 +54,9 @@ ShmLink::ShmLink(ShmPeers& peers, transport::Transport& transport, uint64_t seq,
 // for the receiver to take each piece before it writes the next; here it runs up to kShmSlots
 // pieces ahead, so its copy in overlaps the receiver's copy out. It counts the pieces it wrote
 // and remembers the last `consumed` it read, and reads the receiver's line again only when those
-// say the inbox is full: a small piece costs it no cache-line transfer from the receiver. Buys:
-// see docs/collectives.md, "The plain shared-memory link beside the fast one".
+// say the inbox is full: a small piece costs it no cache-line transfer from the receiver. Buys,
+// with plain stores on both links: a 16 MiB all-reduce on 2 ranks in 0.64x the plain link's
+// time, 64 KiB in 0.96x (docs/collectives.md, "The plain shared-memory link beside the fast one").
 //
 // Trick: small pieces in the head line. A piece of at most kShmInlineBytes goes into its slot's
 // head, beside its number, size and tag, so it reaches the receiver in one cache-line transfer
