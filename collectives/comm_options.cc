@@ -64,6 +64,11 @@ CommOptions CommOptions::from_env() {
     }
   }
   o.shared_memory = env_switch("RINGGRAD_SHM", true);
+  if (const char* v = std::getenv("RINGGRAD_SHM_LINK"); v != nullptr && *v != '\0') {
+    if (std::strcmp(v, "fast") == 0) o.shm_link = ShmLinkKind::kFast;
+    else if (std::strcmp(v, "plain") == 0) o.shm_link = ShmLinkKind::kPlain;
+    else throw std::invalid_argument(fmt::format("RINGGRAD_SHM_LINK='{}' must be fast or plain", v));
+  }
   if (const char* v = std::getenv("RINGGRAD_SHM_POLL_US"); v != nullptr && *v != '\0') {
     const std::size_t us = env_size("RINGGRAD_SHM_POLL_US", 0);
     if (us > 1'000'000) throw std::invalid_argument(fmt::format("RINGGRAD_SHM_POLL_US={} must be from 0 to 1000000 (1 s)", us));

@@ -1,7 +1,7 @@
 // CommOptions: a Communicator's settings, each with the environment variable that sets it
 // (RINGGRAD_CHECK, RINGGRAD_ALGO, RINGGRAD_CHUNK_BYTES, RINGGRAD_BACKEND, RINGGRAD_SHM,
-// RINGGRAD_SHM_POLL_US, RINGGRAD_SHM_STREAM, RINGGRAD_DEVICE_CHUNK_BYTES), as NCCL_* variables
-// set NCCL's.
+// RINGGRAD_SHM_LINK, RINGGRAD_SHM_POLL_US, RINGGRAD_SHM_STREAM, RINGGRAD_DEVICE_CHUNK_BYTES), as
+// NCCL_* variables set NCCL's.
 #pragma once
 
 #include <chrono>
@@ -11,6 +11,7 @@
 #include "collectives/algo.h"
 #include "collectives/cost_model.h"
 #include "collectives/links/shm_copy.h"
+#include "collectives/links/shm_peers.h"
 
 namespace ringgrad::collectives {
 
@@ -36,11 +37,16 @@ struct CommOptions {
   /// (links/shm_peers.h) instead of loopback TCP: RINGGRAD_SHM=0 keeps TCP. Point-to-point
   /// send/recv always use TCP.
   bool shared_memory = true;
-  /// How long a rank that waits on a peer over shared memory polls before it sleeps:
+  /// Which Link runs collectives over shared memory: RINGGRAD_SHM_LINK=fast (ShmLink,
+  /// links/shm_link.h, the default) or plain (PlainShmLink, links/plain_shm_link.h: one slot a
+  /// peer, no tricks, the reference to read and measure the fast one against). Every rank must
+  /// pick the same (else TransportError as shared memory is set up).
+  ShmLinkKind shm_link = ShmLinkKind::kFast;
+  /// How long a rank that waits on a peer over the fast link polls before it sleeps:
   /// RINGGRAD_SHM_POLL_US (microseconds, 0 to 1000000). Unset: shm_poll_default(), from the
   /// ranks and CPUs.
   std::optional<std::chrono::microseconds> shm_poll;
-  /// How a rank writes pieces into its peers' shared-memory inboxes (links/shm_copy.h):
+  /// How a rank writes pieces into its peers' inboxes over the fast link (links/shm_copy.h):
   /// RINGGRAD_SHM_STREAM=0 plain stores, 1 streaming stores; unset, plain unless they measure slow.
   ShmStores shm_stores = ShmStores::kAuto;
 

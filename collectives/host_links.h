@@ -1,6 +1,7 @@
 // HostLinks: how a communicator's host-memory calls travel, and the Link each one runs over.
 // The first host collective decides, on every rank alike: through shared memory when every
-// rank is on this host (links/shm_link.h), else over TCP (links/host_link.h). Point-to-point
+// rank is on this host (links/shm_link.h, or links/plain_shm_link.h under
+// RINGGRAD_SHM_LINK=plain), else over TCP (links/host_link.h). Point-to-point
 // calls and a group's calls always take TCP (a group shares the job's connections).
 #pragma once
 

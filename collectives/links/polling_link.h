@@ -1,5 +1,5 @@
 // PollingLink: the Links whose transfers are driven by one polling loop per send_recv (ShmLink,
-// DeviceLink), so two ranks sending to each other at once never wait on each other. Each
+// PlainShmLink, DeviceLink), so two ranks sending to each other at once never wait on each other. Each
 // send_recv becomes two halves, an Outgoing and an Incoming, that the link's exchange()
 // advances piece by piece until both are done. isend runs at once; irecv runs when waited for.
 #pragma once
@@ -8,7 +8,10 @@
 #include <cstddef>
 #include <functional>
 #include <span>
+#include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "collectives/links/link.h"
 
@@ -28,7 +31,8 @@ class PollingLink : public Base {
   }
   /// Head and body go into the peer's inbox first (two pieces; a shared-memory inbox holds
   /// four), then this rank takes the peer's: one exchange's wait, run on this thread. The
-  /// argument check calls it on host links only (ShmLink sends a small pair as one piece).
+  /// argument check calls it on host links only (ShmLink sends a small pair as one piece;
+  /// PlainShmLink, one slot a peer, exchanges the heads, then the bodies).
   void send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
                         std::span<std::byte> their_head, const typename Base::BodyFor& body_for) override {
     this->send(to, head.data(), head.size());
@@ -82,6 +86,16 @@ class PollingLink : public Base {
   /// Advances both halves until both are done; throws transport::TransportError on a dead or
   /// silent peer.
   virtual void exchange(Outgoing out, Incoming in) = 0;
+
+  /// What is left of an exchange, in words, for its errors: "sending 0 of 8 bytes to rank 1,
+  /// receiving 0 of 8 bytes from rank 2".
+  static std::string waiting_for(const Outgoing& out, const Incoming& in) {
+    std::string s;
+    if (out.done < out.bytes) s = fmt::format("sending {} of {} bytes to rank {}", out.done, out.bytes, out.to);
+    if (in.done < in.bytes)
+      s += fmt::format("{}receiving {} of {} bytes from rank {}", s.empty() ? "" : ", ", in.done, in.bytes, in.from);
+    return s;
+  }
 };
 
 }  // namespace ringgrad::collectives

@@ -1,16 +1,17 @@
-// How a sender writes a piece into a peer's shared-memory inbox: with plain stores (memcpy), or
-// with streaming (non-temporal) stores, which go to memory without first fetching each line into
-// the writer's cache.
+// How ShmLink's sender writes a piece into a peer's shared-memory inbox.
 //
-// Plain stores are the right choice when the two ranks' cores share a last-level cache: the
-// receiver then finds the piece there. When they do not, every plain store must first take its
-// line away from the receiver's cache, which read that slot a few pieces ago, one line at a time.
-// On the 2-core EPYC VM of docs/collectives.md ("Plain or streaming stores"), where that case came
-// and went between runs and sometimes within one, plain copies of 128 KiB pieces ran at
-// 2-2.5 GB/s in it and at 8-30 GB/s otherwise, streaming stores at 27-30 GB/s in both; but
-// a receiver reads a streamed piece from memory, not from a shared cache, so streaming everything
-// made the all-reduce 1.5x slower whenever the cache was shared. So by default a sender times its
-// plain copies of large pieces and streams for a while after kSlowInRow slow ones in a row.
+// Trick: streaming stores when plain ones measure slow. The plain link memcpys every piece
+// (plain stores): right when the two ranks' cores share a last-level cache, where the receiver
+// then finds the piece. When they do not, every plain store must first take its line back from
+// the receiver's cache, which read that slot a few pieces ago, one line at a time. Streaming
+// (non-temporal) stores write to memory without fetching the line, but the receiver then reads
+// the piece from memory, not from a shared cache: streaming every piece made the all-reduce 1.5x
+// slower where the cache was shared. So a sender times its plain copies of large pieces and
+// streams for a while after kSlowInRow slow ones in a row. Buys: where plain copies of 128 KiB
+// pieces ran at 2-2.5 GB/s (streaming: 27-30 GB/s), a 1 MiB all-reduce took 92-121 us instead of
+// 531-548, and a 64 KiB one 8.5 us instead of 36 (docs/collectives.md, "Plain or streaming
+// stores" and "The plain shared-memory link beside the fast one"); elsewhere it costs two clock
+// reads a piece. Chosen for pieces of at least kTimedBytes; RINGGRAD_SHM_STREAM=0 or 1 fixes it.
 #pragma once
 
 #include <chrono>

@@ -1,6 +1,6 @@
 // Setting up the shared-memory path: each rank creates its segment and names it in the store;
 // every rank maps every other's, and all agree (through the store) to use it or to keep TCP.
-// Also the abort that rings every doorbell.
+// Also the abort that rings every doorbell, and the checks a wait runs while nothing comes.
 #include "collectives/links/shm_peers.h"
 
 #include <algorithm>
@@ -28,10 +28,12 @@ std::size_t segment_bytes(int p, std::size_t chunk) {
   return headers_bytes(p) + static_cast<std::size_t>(p) * kShmSlots * slot_stride(chunk);
 }
 
+const char* link_name(ShmLinkKind link) { return link == ShmLinkKind::kPlain ? "plain" : "fast"; }
+
 }  // namespace
 
 std::unique_ptr<ShmPeers> ShmPeers::connect(transport::Transport& transport, std::size_t chunk_bytes, bool enabled,
-                                            ShmStores stores, std::string& why) {
+                                            ShmStores stores, ShmLinkKind link, std::string& why) {
   const int r = transport.rank(), p = transport.world_size();
   transport::Store& store = transport.store();
   const std::size_t bytes = segment_bytes(p, chunk_bytes);
@@ -48,15 +50,20 @@ std::unique_ptr<ShmPeers> ShmPeers::connect(transport::Transport& transport, std
     }
   }
   const transport::SharedMemory& mine = peers->segments_[static_cast<std::size_t>(r)];
-  store.set(fmt::format("collectives/shm/segment/{}", r), fmt::format("{} {}", chunk_bytes, mine.name()));
+  store.set(fmt::format("collectives/shm/segment/{}", r), fmt::format("{} {} {}", chunk_bytes, link_name(link), mine.name()));
   for (int q = 0; q < p; ++q) {
     if (q == r) continue;
+    // "<chunk bytes> <link> <segment name>", the name empty when q has no segment.
     const std::string value = store.get(fmt::format("collectives/shm/segment/{}", q));
-    const std::size_t space = value.find(' ');
-    const std::string their_chunk = value.substr(0, space), name = value.substr(space + 1);
+    const std::size_t space = value.find(' '), space2 = value.find(' ', space + 1);
+    const std::string their_chunk = value.substr(0, space), their_link = value.substr(space + 1, space2 - space - 1),
+                      name = value.substr(space2 + 1);
     if (their_chunk != std::to_string(chunk_bytes))
       throw transport::TransportError(fmt::format("rank {}: chunk bytes {} but rank {} uses {} (RINGGRAD_CHUNK_BYTES differs)",
                                                   r, chunk_bytes, q, their_chunk));
+    if (their_link != link_name(link))
+      throw transport::TransportError(fmt::format("rank {}: the {} shared-memory link but rank {} uses the {} one "
+                                                  "(RINGGRAD_SHM_LINK differs)", r, link_name(link), q, their_link));
     if (!problem.empty() || name.empty()) continue;  // a rank without a segment reports its own reason
     try {
       peers->segments_[static_cast<std::size_t>(q)] = transport::SharedMemory::open(name, bytes);
@@ -97,11 +104,12 @@ std::byte* ShmPeers::slot(int owner, int sender, std::uint32_t k) const {
 
 void ShmPeers::ring(int rank) const {
   ShmDoorbell& bell = doorbell(rank);
-  // A rank that polls watches the counts themselves; only a sleeper needs the doorbell. The
-  // fence orders "publish the count, then look for sleepers" against the sleeper's "sleepers++,
-  // then look at the counts": either it sees the new count and does not sleep, or this sees it
-  // asleep and wakes it. A fence stays in this core; a bump of a line the peer spins on would
-  // cross to the peer's core and back on every piece (a third of a small all-reduce's time).
+  // ShmLink's doorbell trick (shm_link.cc): a rank that polls watches the counts themselves;
+  // only a sleeper needs the doorbell. The fence orders "publish the count, then look for
+  // sleepers" against the sleeper's "sleepers++, then look at the counts": either it sees the
+  // new count and does not sleep, or this sees it asleep and wakes it. A fence stays in this
+  // core; a bump of a line the peer spins on would cross to the peer's core and back on every
+  // piece (a third of a small all-reduce's time).
   std::atomic_thread_fence(std::memory_order_seq_cst);
   if (std::atomic_ref(bell.sleepers).load() > 0) wake(bell);
 }
@@ -130,6 +138,24 @@ std::optional<ShmAbort> ShmPeers::aborted(int rank) const {
   const std::uint64_t word = std::atomic_ref(doorbell(rank).aborted).load();
   if (word == 0) return std::nullopt;
   return ShmAbort{static_cast<int>(word & ((1u << kAbortRankBits) - 1)), (word >> kAbortRankBits) - 1};
+}
+
+void ShmPeers::fail_if_stuck(const transport::Transport& transport, std::uint64_t seq, int to, int from,
+                             std::chrono::steady_clock::time_point last, const std::function<std::string()>& what) const {
+  const int r = transport.rank();
+  // A peer that failed after it finished this collective leaves it to finish: its pieces are
+  // already in the inboxes.
+  if (const std::optional<ShmAbort> failed = aborted(r); failed && failed->first <= seq)
+    throw transport::TransportError(fmt::format("rank {}: rank {} failed and runs no collective from #{} on, so this "
+                                                "one stops ({})", r, failed->rank, failed->first, what()));
+  for (int peer : {to, from}) {
+    if (peer >= 0 && !transport.connected(peer))
+      throw transport::TransportError(fmt::format("rank {}: rank {} closed its connection: it exited or died ({})",
+                                                  r, peer, what()));
+  }
+  if (std::chrono::steady_clock::now() - last > transport.timeout())
+    throw transport::TransportError(fmt::format("rank {}: no progress over shared memory for {} ms (a peer may have hung or "
+                                                "be waiting on something else; {})", r, transport.timeout().count(), what()));
 }
 
 }  // namespace ringgrad::collectives

@@ -1,8 +1,9 @@
 // Ranks that disagree (count, dtype, op, root, collective) or pass unusable buffers get a
 // CollectiveError on every rank naming the ranks and values, and the communicator stays usable;
 // a rank killed during a 64 MiB all_reduce makes every survivor throw within the timeout, over
-// shared memory and over TCP, and a rank that fails after finishing a collective leaves the ranks
-// behind to finish it; ranks that disagree on the check itself hear so as they start.
+// shared memory (by the fast and by the plain link) and over TCP, as does a silent rank over
+// shared memory, and a rank that fails after finishing a collective leaves the ranks behind to
+// finish it; ranks that disagree on the check itself, or on the shared-memory link, hear so.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -37,6 +38,7 @@ using collectives::CollectiveError;
 using collectives::Communicator;
 using collectives::DType;
 using collectives::ReduceOp;
+using collectives::ShmLinkKind;
 
 // Runs call; it must throw CollectiveError whose message contains every one of `parts`.
 template <typename F>
@@ -152,12 +154,13 @@ TEST_CASE("asynchronous collectives run in issue order while the caller computes
 
 namespace {
 
-void kill_a_rank_during_all_reduce(bool shared_memory) {
+void kill_a_rank_during_all_reduce(bool shared_memory, ShmLinkKind link) {
   RunOptions options;
   options.timeout = std::chrono::seconds(10);
   const auto results = run_ranks(3, [&](const transport::Config& config) {
     collectives::CommOptions comm_options;
     comm_options.shared_memory = shared_memory;
+    comm_options.shm_link = link;
     Communicator comm(config, comm_options);
     std::vector<float> x(16 << 20, 1.0f);
     comm.barrier();
@@ -196,8 +199,9 @@ void kill_a_rank_during_all_reduce(bool shared_memory) {
 }  // namespace
 
 TEST_CASE("a rank killed during a 64 MiB all_reduce makes every survivor throw within the timeout", "[collectives]") {
-  SECTION("over shared memory") { kill_a_rank_during_all_reduce(true); }
-  SECTION("over TCP") { kill_a_rank_during_all_reduce(false); }
+  SECTION("over shared memory") { kill_a_rank_during_all_reduce(true, ShmLinkKind::kFast); }
+  SECTION("over shared memory, the plain link") { kill_a_rank_during_all_reduce(true, ShmLinkKind::kPlain); }
+  SECTION("over TCP") { kill_a_rank_during_all_reduce(false, ShmLinkKind::kFast); }
 }
 
 namespace {
@@ -206,12 +210,13 @@ namespace {
 // piece to rank 1 and is done, while rank 1 sleeps and rank 2 waits for it. Rank 0's all-reduce
 // #2 then fails on dead rank 3 and aborts (over shared memory it marks every doorbell: rank 0
 // runs nothing from #2 on). Rank 2 must still get #1's value, then fail #2.
-void fail_after_finishing_a_collective(bool shared_memory) {
+void fail_after_finishing_a_collective(bool shared_memory, ShmLinkKind link) {
   RunOptions options;
   options.timeout = std::chrono::seconds(20);
   const auto results = run_ranks(4, [&](const transport::Config& config) {
     collectives::CommOptions comm_options;
     comm_options.shared_memory = shared_memory;
+    comm_options.shm_link = link;
     comm_options.check_args = false;  // no check exchange: rank 0 leaves #1 once its piece is out
     Communicator comm(config, comm_options);
     comm.barrier();  // #0 sets up shared memory
@@ -236,8 +241,71 @@ void fail_after_finishing_a_collective(bool shared_memory) {
 }  // namespace
 
 TEST_CASE("a rank that fails after it finished a collective lets the ranks behind finish that one", "[collectives]") {
-  SECTION("over shared memory") { fail_after_finishing_a_collective(true); }
-  SECTION("over TCP") { fail_after_finishing_a_collective(false); }
+  SECTION("over shared memory") { fail_after_finishing_a_collective(true, ShmLinkKind::kFast); }
+  SECTION("over shared memory, the plain link") { fail_after_finishing_a_collective(true, ShmLinkKind::kPlain); }
+  SECTION("over TCP") { fail_after_finishing_a_collective(false, ShmLinkKind::kFast); }
+}
+
+namespace {
+
+// Rank 2 of 3 sets up shared memory, then stays silent (alive, its connections open) past the
+// others' 1.5 s timeout. The first to time out aborts, which wakes the other: both must throw
+// within the timeout and a little, naming the collective.
+void silent_rank_over_shared_memory(ShmLinkKind link) {
+  RunOptions options;
+  options.timeout = std::chrono::milliseconds(1500);
+  const auto results = run_ranks(3, [&](const transport::Config& config) {
+    collectives::CommOptions comm_options;
+    comm_options.shm_link = link;
+    Communicator comm(config, comm_options);
+    comm.barrier();  // #0 sets up shared memory
+    check(comm.host_path().starts_with("shared memory"), comm.host_path());
+    if (comm.rank() == 2) {
+      std::this_thread::sleep_for(std::chrono::seconds(4));
+      ::_exit(0);
+    }
+    std::vector<float> x(1000, 1.0f);
+    const auto t0 = std::chrono::steady_clock::now();
+    try {
+      comm.all_reduce(Buffer{x.data(), x.size(), DType::kFloat32}, Buffer{x.data(), x.size(), DType::kFloat32}, ReduceOp::SUM);
+    } catch (const transport::TransportError& e) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      check(s < 3.0, fmt::format("rank {}: threw after {:.1f} s, past the 1.5 s timeout: {}", comm.rank(), s, e.what()));
+      const std::string what = e.what();
+      check(what.find("all_reduce #1") != std::string::npos &&
+                (what.find("no progress over shared memory") != std::string::npos || what.find("failed") != std::string::npos),
+            what);
+      return;
+    }
+    check(false, fmt::format("rank {}: no error although rank 2 is silent", comm.rank()));
+  }, options);
+  INFO(describe(results));
+  for (const auto& r : results) CHECK(r.ok());
+}
+
+}  // namespace
+
+TEST_CASE("a silent rank makes the others throw within the timeout over shared memory", "[collectives]") {
+  SECTION("the fast link") { silent_rank_over_shared_memory(ShmLinkKind::kFast); }
+  SECTION("the plain link") { silent_rank_over_shared_memory(ShmLinkKind::kPlain); }
+}
+
+TEST_CASE("ranks that disagree on the shared-memory link get the named error as they set it up", "[collectives]") {
+  require_all_ok(run_ranks(2, [&](const transport::Config& config) {
+    collectives::CommOptions options;
+    options.shm_link = config.rank == 1 ? ShmLinkKind::kPlain : ShmLinkKind::kFast;
+    Communicator comm(config, options);
+    try {
+      comm.barrier();
+    } catch (const transport::TransportError& e) {
+      const std::string want = config.rank == 1 ? "rank 1: the plain shared-memory link but rank 0 uses the fast one"
+                                                : "rank 0: the fast shared-memory link but rank 1 uses the plain one";
+      check(std::string(e.what()).find(want) != std::string::npos && std::string(e.what()).find("RINGGRAD_SHM_LINK") != std::string::npos,
+            e.what());
+      return;
+    }
+    check(false, fmt::format("rank {}: no error although the ranks run different links", config.rank));
+  }));
 }
 
 TEST_CASE("ranks on one host use shared memory unless one rank turns it off, with the same sums", "[collectives]") {
@@ -299,6 +367,14 @@ TEST_CASE("CommOptions::from_env refuses chunk sizes outside 4 KiB to 1 GiB, neg
   CHECK(with("RINGGRAD_CHUNK_BYTES", "4096").empty());
   CHECK(with("RINGGRAD_ALGO", "garbage").starts_with("RINGGRAD_ALGO: unknown algorithm 'garbage'"));
   CHECK(with("RINGGRAD_BACKEND", "garbage").starts_with("RINGGRAD_BACKEND: unknown backend 'garbage'"));
+  CHECK(with("RINGGRAD_SHM_LINK", "1") == "RINGGRAD_SHM_LINK='1' must be fast or plain");
+  CHECK(with("RINGGRAD_SHM_LINK", "").empty());
+  CHECK(collectives::CommOptions::from_env().shm_link == ShmLinkKind::kFast);  // unset
+  for (const auto& [value, link] : {std::pair{"fast", ShmLinkKind::kFast}, std::pair{"plain", ShmLinkKind::kPlain}}) {
+    ::setenv("RINGGRAD_SHM_LINK", value, 1);
+    CHECK(collectives::CommOptions::from_env().shm_link == link);
+  }
+  ::unsetenv("RINGGRAD_SHM_LINK");
   ::setenv("RINGGRAD_SHM", "0", 1);
   CHECK_FALSE(collectives::CommOptions::from_env().shared_memory);
   ::unsetenv("RINGGRAD_SHM");
@@ -372,7 +448,8 @@ TEST_CASE("the CPUs ranks share are the union of their affinity masks", "[collec
       check(sched_setaffinity(0, sizeof one, &one) == 0, "sched_setaffinity");
       transport::Transport transport(config);
       std::string why;
-      auto peers = collectives::ShmPeers::connect(transport, 1 << 16, true, collectives::ShmStores::kAuto, why);
+      auto peers = collectives::ShmPeers::connect(transport, 1 << 16, true, collectives::ShmStores::kAuto,
+                                                  collectives::ShmLinkKind::kFast, why);
       check(peers != nullptr, fmt::format("rank {}: no shared memory: {}", config.rank, why));
       check(peers->cpus() == (apart ? 2 : 1), fmt::format("rank {}: {} CPUs together", config.rank, peers->cpus()));
     }));

@@ -40,7 +40,8 @@ void on_two_ranks(const std::function<void(collectives::ShmLink&, int rank)>& bo
   require_all_ok(run_ranks(2, [&](const transport::Config& config) {
     transport::Transport transport(config);
     std::string why;
-    auto peers = collectives::ShmPeers::connect(transport, kChunk, true, collectives::ShmStores::kPlain, why);
+    auto peers = collectives::ShmPeers::connect(transport, kChunk, true, collectives::ShmStores::kPlain,
+                                                collectives::ShmLinkKind::kFast, why);
     check(peers != nullptr, fmt::format("rank {}: no shared memory: {}", config.rank, why));
     collectives::HostBuffers buffers;
     const std::atomic<int> none{0};
