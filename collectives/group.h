@@ -1,7 +1,7 @@
 // Group: where a communicator's ranks sit in the job. The world communicator is stream 0 and its
 // rank r is the transport's rank r. A communicator made by Communicator::split has a stream of
 // its own (every message it sends travels on it, so it shares the parent's connections and may
-// run at the same time as the parent and its other groups: transport/channel.h) and the job
+// run at the same time as the parent and its other groups: transport/stream_demux.h) and the job
 // ranks of its members, in group-rank order.
 #pragma once
 

@@ -43,9 +43,8 @@ struct Config {
 inline constexpr std::uint64_t kPolledReceiveBytes = 16 << 10;
 
 /// The polling rule: 50 us when this process may run on at least as many CPUs as there are
-/// ranks on its host, so that the poll takes a CPU no rank is waiting for; 0 otherwise. On a
-/// virtual machine whose idle CPUs halt, a thread that sleeps on a socket takes 20-25 us more to
-/// see an 8-byte reply over loopback than one that polls (docs/transport.md).
+/// ranks on its host, so that the poll takes a CPU no rank is waiting for; 0 otherwise. What the
+/// poll buys: transport/small_receive_poll.h.
 std::chrono::microseconds receive_poll_default(int local_ranks, int cpus);
 
 }  // namespace ringgrad::transport

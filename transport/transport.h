@@ -3,7 +3,7 @@
 // Blocking calls run on the caller's thread straight on the socket; asynchronous ones are
 // driven by one progress thread per process. Each message carries a 32-byte header (stream,
 // sequence, tag, length), so a receive that does not match what was sent fails instead of
-// corrupting. Streams let several communicators share the connections (see channel.h).
+// corrupting. Streams let several communicators share the connections (see stream_demux.h).
 #pragma once
 
 #include <chrono>
