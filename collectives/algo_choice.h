@@ -26,8 +26,8 @@ class AlgoChoice {
   CostModel model_;
   Algo preferred_;
   int world_size_, hosts_;
-  // A training loop asks about the same few sizes over and over: the model's last answer is
-  // kept (comparing every algorithm costs a tenth of a small all-reduce).
+  // A training loop often asks about one size over and over: the model's answer for the last
+  // size asked is kept (comparing every algorithm costs a tenth of a small all-reduce).
   struct Answer {
     CollKind kind = CollKind::kBarrier;
     std::size_t bytes = 0;

@@ -88,12 +88,15 @@ Work CallQueue::submit(Task task, bool blocking) {
   std::unique_lock lock(mutex_);
   if (!broken_.empty()) throw_broken(task.kind);
   const bool inline_run = blocking && queue_.empty() && !running_;
+  // What may fail for want of memory comes before the sequence number is taken, so that a
+  // call refused here leaves this rank in step with the others.
+  std::shared_ptr<Work::State> state = inline_run ? nullptr : std::make_shared<Work::State>();
+  CommStats::Entry& counted = stats_.by_kind[task.kind];
   task.seq = next_seq_;  // a send/recv runs before the collective issued after it
   if (is_collective(task.kind)) {
-    ++next_seq_;
     recorder_.queued(task.seq, task.kind, task.bytes, task.args.dtype, task.algo, inline_run);
+    ++next_seq_;
   }
-  CommStats::Entry& counted = stats_.by_kind[task.kind];
   ++counted.calls;
   counted.bytes += is_collective(task.kind) ? task.bytes : point_to_point_bytes(task);
   if (inline_run) {
@@ -110,7 +113,6 @@ Work CallQueue::submit(Task task, bool blocking) {
     if (error) std::rethrow_exception(error);
     return Work();
   }
-  auto state = std::make_shared<Work::State>();
   state->callers_waiting = runner_.callers_waiting();
   task.state = state;
   queue_.push_back(std::make_unique<Task>(std::move(task)));
@@ -121,13 +123,20 @@ Work CallQueue::submit(Task task, bool blocking) {
   return work;
 }
 
-std::exception_ptr CallQueue::run_and_record(Task& task) {
+std::exception_ptr CallQueue::run_and_record(Task& task) noexcept {
   CallRunner::Outcome outcome = runner_.execute(task);
-  if (!outcome.breaks.empty()) {
-    std::lock_guard lock(mutex_);
-    if (broken_.empty()) broken_ = std::move(outcome.breaks);
-  }
   if (is_collective(task.kind)) recorder_.ended(task.seq, !outcome.error);
+  if (!outcome.breaks.empty()) {
+    {
+      std::lock_guard lock(mutex_);
+      if (broken_.empty()) broken_ = std::move(outcome.breaks);
+    }
+    try {
+      recorder_.dump();  // what this rank was doing, for the launcher's desync report
+    } catch (...) {
+      // The call's own error matters more than a report that could not be written.
+    }
+  }
   return outcome.error;
 }
 

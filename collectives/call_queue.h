@@ -49,7 +49,7 @@ class CallQueue {
   void worker_loop();
   [[noreturn]] void throw_broken(CollKind kind) const;  // mutex_ held
   // Runs `task` on this thread and records how it ended; returns its error.
-  std::exception_ptr run_and_record(Task& task);
+  std::exception_ptr run_and_record(Task& task) noexcept;
 
   CallRunner& runner_;
   const Group& group_;

@@ -27,13 +27,11 @@ std::string describe_tag(uint64_t tag) {
 }  // namespace
 
 CallRunner::CallRunner(std::shared_ptr<transport::Transport> transport, const CommOptions& options,
-                       const Group& group, const HostLayout& hosts, FlightRecorder& recorder,
-                       std::unique_ptr<MpiBackend> mpi)
+                       const Group& group, const HostLayout& hosts, std::unique_ptr<MpiBackend> mpi)
     : transport_(std::move(transport)),
       options_(options),
       group_(group),
       hosts_(hosts),
-      recorder_(recorder),
       links_(std::make_unique<HostLinks>(*transport_, options_, group_, hosts_, callers_waiting_.get())),
       mpi_(std::move(mpi)) {
   transport::set_tag_describer(describe_tag);  // transport errors say what a message was
@@ -92,36 +90,42 @@ void CallRunner::move_data(Task& task) {
 }
 
 CallRunner::Outcome CallRunner::execute(Task& task) noexcept {
-  // The handlers can throw too (formatting, a dump): whatever escapes is the call's error.
+  Outcome outcome;
   try {
-    try {
-      run_call(task);
-      return {};
-    } catch (const CollectiveError&) {
-      return {std::current_exception(), {}};  // found before any data moved: still usable
-    } catch (const transport::TransportError& e) {
-      auto error = std::make_exception_ptr(transport::TransportError(fmt::format("{}: {}", where(task, group_), e.what())));
-      if (is_collective(task.kind)) recorder_.ended(task.seq, false);
-      break_on(e, task.seq);
-      recorder_.dump();  // what this rank was doing, for the launcher's desync report
-      return {error, e.what()};
-    } catch (const std::exception& e) {
-      break_on(e, task.seq);
-      return {std::current_exception(), e.what()};
+    run_call(task);
+    return {};
+  } catch (const CollectiveError&) {
+    return {std::current_exception(), {}};  // found before any data moved: still usable
+  } catch (const transport::TransportError& e) {
+    outcome.breaks = e.what();
+    try {  // the error names the call; formatting it can fail only for want of memory
+      outcome.error = std::make_exception_ptr(transport::TransportError(fmt::format("{}: {}", where(task, group_), e.what())));
+    } catch (...) {
+      outcome.error = std::current_exception();
     }
+  } catch (const std::exception& e) {
+    outcome = {std::current_exception(), e.what()};
   } catch (...) {
-    return {std::current_exception(), {}};
+    outcome.error = std::current_exception();
   }
+  if (outcome.breaks.empty()) outcome.breaks = "an error without a message";
+  break_on(outcome.breaks, task.seq);
+  return outcome;
 }
 
-// A transport failure leaves the ranks out of step: every later call fails with the first
+// Any other failure may leave the ranks out of step: every later call fails with the first
 // error. This rank runs no collective from `first` on (the failed call's sequence number, or for
 // a send/recv the next collective's).
-void CallRunner::break_on(const std::exception& error, uint64_t first) {
-  links_->abort(group_.rank, first);  // peers waiting in those collectives wake and fail now
-  // Abort: closing every connection makes the peers fail now instead of at their timeout (and
-  // lets rank 0's transport leave without waiting for peers blocked on it).
-  transport_->abort(error.what());
+void CallRunner::break_on(const std::string& why, uint64_t first) noexcept {
+  if (!transport_) return;  // broken already
+  try {
+    links_->abort(group_.rank, first);  // peers waiting in those collectives wake and fail now
+    // Abort: closing every connection makes the peers fail now instead of at their timeout (and
+    // lets rank 0's transport leave without waiting for peers blocked on it).
+    transport_->abort(why);
+  } catch (...) {
+    // Nothing more to tell the peers: they fail at their timeout instead.
+  }
   transport_.reset();
   // Leaked on purpose: freeing device memory waits for the device, and our stream may wait
   // forever on an event of the dead peer. A broken communicator's process is about to end.

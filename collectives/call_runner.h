@@ -16,7 +16,6 @@
 
 #include "collectives/check.h"
 #include "collectives/comm_options.h"
-#include "collectives/flight_recorder.h"
 #include "collectives/group.h"
 #include "collectives/host_layout.h"
 #include "collectives/host_links.h"
@@ -33,7 +32,7 @@ class CallRunner {
   /// Runs the calls of a communicator of `group` over `transport` (shared with the job's other
   /// communicators); `mpi` runs its host calls when set. Every reference must outlive it.
   CallRunner(std::shared_ptr<transport::Transport> transport, const CommOptions& options, const Group& group,
-             const HostLayout& hosts, FlightRecorder& recorder, std::unique_ptr<MpiBackend> mpi);
+             const HostLayout& hosts, std::unique_ptr<MpiBackend> mpi);
   ~CallRunner();
   CallRunner(const CallRunner&) = delete;
   CallRunner& operator=(const CallRunner&) = delete;
@@ -61,8 +60,9 @@ class CallRunner {
   void refuse_unless_agreed(const Task& task, const std::string& why) const;
   // The call's data, moved by the algorithm over its link, or by a backend.
   void move_data(Task& task);
-  // Ends the communicator after a transport failure: peers waiting on this rank fail now.
-  void break_on(const std::exception& error, uint64_t first);
+  // Ends the communicator after a failure that may leave the ranks out of step: peers waiting
+  // on this rank fail now.
+  void break_on(const std::string& why, uint64_t first) noexcept;
 
   std::shared_ptr<transport::Transport> transport_;  // reset when broken
   // Shared with every Work::State, which may outlive the runner; counted without a lock.
@@ -70,11 +70,10 @@ class CallRunner {
   const CommOptions& options_;
   const Group& group_;
   const HostLayout& hosts_;
-  FlightRecorder& recorder_;
   std::unique_ptr<HostLinks> links_;
   std::unique_ptr<MpiBackend> mpi_;
   std::unique_ptr<DeviceBackend> device_;  // made by the first device call
-  // The check's findings, reused by every checked call so that none allocates.
+  // The check's findings, reused from call to call (their vectors keep their capacity).
   std::vector<CallHeader> heads_;
   std::vector<const std::byte*> bodies_;
 };

@@ -12,7 +12,6 @@
 
 #include <fmt/format.h>
 
-#include "collectives/algorithms/piggyback.h"
 #include "collectives/collective_error.h"
 #include "collectives/validate.h"
 
@@ -67,8 +66,7 @@ std::string agree(Link& link, const Descriptor& mine, std::vector<CallHeader>& h
     // A peer whose call differs from this one may have sent its data behind its header
     // (piggyback.h): it is read and dropped, so the link stays in step for the descriptors.
     const auto drop_body = [&](std::span<const std::byte> /*head, received into theirs*/) {
-      const std::size_t n = piggyback_bytes(theirs, from);
-      dropped.resize(n > kHeaderData ? n : 0);
+      dropped.resize(body_bytes(theirs));
       return std::span<std::byte>(dropped);
     };
     // By reference: a std::function holding the lambda itself would allocate on every call.
@@ -78,9 +76,16 @@ std::string agree(Link& link, const Descriptor& mine, std::vector<CallHeader>& h
   return compare_headers(link, mine, heads);
 }
 
+std::size_t body_bytes(const CallHeader& h) {
+  if (h.has_body == 0) return 0;
+  std::uint64_t n = 0;
+  std::memcpy(&n, h.data, sizeof n);
+  return static_cast<std::size_t>(n);
+}
+
 std::string compare_headers(Link& link, const Descriptor& mine, std::span<const CallHeader> heads) {
   const bool agreed = std::all_of(heads.begin(), heads.end(), [&](const CallHeader& h) {
-    return h.invalid == 0 && std::memcmp(&h, heads.data(), offsetof(CallHeader, data)) == 0;
+    return h.invalid == 0 && std::memcmp(&h, heads.data(), offsetof(CallHeader, has_body)) == 0;
   });
   return agreed ? std::string() : find_disagreement(exchange_all(link, mine));
 }

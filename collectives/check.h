@@ -37,7 +37,8 @@ struct CallHeader {
   uint8_t on_device;              // 1: device buffers, 0: host memory
   uint8_t invalid;                // 1: this rank's call is invalid (the descriptor says why)
   uint8_t by_mpi;                 // 1: MPI moves this call's data (RINGGRAD_BACKEND=mpi)
-  uint8_t unused;                 // zero: the fields above are compared byte for byte
+  // The fields above are compared byte for byte; those below differ from rank to rank.
+  uint8_t has_body;               // 1: call data follows as a body, its length in `data` (piggyback.h)
   alignas(8) std::byte data[kHeaderData];  // call data for this receiver, when it fits (piggyback.h)
 };
 static_assert(sizeof(CallHeader) == 48);
@@ -51,6 +52,10 @@ struct Descriptor {
 /// The descriptor of a call; an empty `invalid` means valid. Its header's data is left zero.
 Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo algo, std::size_t chunk_bytes,
                          bool on_device, bool by_mpi, const std::string& invalid);
+
+/// The length of the body that follows `h` (0: none); a receiver reads it off the sender's
+/// header, so it takes exactly what was sent even when the two ranks' calls differ.
+std::size_t body_bytes(const CallHeader& h);
 
 /// Exchanges headers with every peer over `link` (made with tag kCheckTag): p-1 pairwise
 /// steps, every rank's header in `heads` (by rank; its capacity kept from call to call).

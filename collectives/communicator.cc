@@ -56,7 +56,7 @@ Communicator::Communicator(std::shared_ptr<transport::Transport> transport, Comm
 void Communicator::start(std::unique_ptr<MpiBackend> mpi) {
   recorder_ = std::make_unique<FlightRecorder>(describe_rank(group_), group_.job_rank(group_.rank),
                                                flight_recorder_capacity());
-  runner_ = std::make_unique<CallRunner>(transport_, options_, group_, hosts_, *recorder_, std::move(mpi));
+  runner_ = std::make_unique<CallRunner>(transport_, options_, group_, hosts_, std::move(mpi));
   queue_ = std::make_unique<CallQueue>(*runner_, group_, *recorder_);
 }
 

@@ -25,7 +25,8 @@ Task collective_task(CollKind kind, ConstBuffer send, Buffer recv, ReduceOp op, 
   t.kind = kind;
   const int p = world_size;
   const std::size_t P = static_cast<std::size_t>(p);
-  // NCCL's count: the root's send is empty in broadcast and scatter, so theirs comes from recv.
+  // NCCL's count: a non-root's send may be empty in broadcast and scatter, and reduce_scatter's
+  // count is its output's, so these three take count and dtype from recv.
   const bool count_from_recv = kind == CollKind::kBroadcast || kind == CollKind::kReduceScatter || kind == CollKind::kScatter;
   const DType dtype = count_from_recv ? recv.dtype : send.dtype;
   std::size_t count = count_from_recv ? recv.count : send.count;
@@ -49,7 +50,8 @@ Task collective_task(CollKind kind, ConstBuffer send, Buffer recv, ReduceOp op, 
 
 namespace {
 
-// The top two tag bits are the check's and send/recv's tag spaces (communicator.cc).
+// The top two tag bits are the check's and send/recv's tag spaces (check.h: kCheckTag;
+// call_runner.cc: kP2PTagBit).
 uint64_t user_tag(uint64_t tag) { return tag & ~(uint64_t{3} << 62); }
 
 // Why `op` cannot run on rank `rank` of a world of `world_size`, or empty.

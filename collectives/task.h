@@ -1,4 +1,4 @@
-// Task: one call of a Communicator as its worker runs it. Built on the caller's thread from the
+// Task: one call of a Communicator, as it is queued and run. Built on the caller's thread from the
 // public arguments: NCCL's count convention applied, the size the algorithm is chosen by, and
 // this rank's validation error recorded (the argument check reports it on every rank; without
 // the check it is thrown at once). Internal to the Communicator.
@@ -28,7 +28,7 @@ struct Task {
   int peer = -1;       // send/recv only
   std::vector<P2POp> ops;  // batch_send_recv only
   std::vector<std::size_t> send_counts, recv_counts;  // all_to_all_v only: elements per peer
-  uint64_t tag = 0;    // send/recv: the caller's tag; collectives: set to the sequence number
+  uint64_t tag = 0;    // send/recv: the caller's tag (collectives are tagged by `seq`)
   uint64_t seq = 0;    // collectives: issue order, the same on every rank; others: the next collective's
   std::string invalid;  // why this rank's arguments are unusable, or empty
   std::shared_ptr<Work::State> state;

@@ -63,14 +63,20 @@ std::string piggyback(Link& link, const Descriptor& mine, const CollArgs& args, 
     const int to = (r + s) % p, from = (r - s + p) % p;
     CallHeader out = mine.head;  // up to kHeaderData bytes inside it, more as a body behind it
     std::span<const std::byte> body;
-    if (out_bytes > kHeaderData) body = {data_for(mine.head, args.send, to), out_bytes};
-    else if (out_bytes > 0) std::memcpy(out.data, data_for(mine.head, args.send, to), out_bytes);
+    if (out_bytes > kHeaderData) {
+      body = {data_for(mine.head, args.send, to), out_bytes};
+      const std::uint64_t length = out_bytes;
+      out.has_body = 1;
+      std::memcpy(out.data, &length, sizeof length);
+    } else if (out_bytes > 0) {
+      std::memcpy(out.data, data_for(mine.head, args.send, to), out_bytes);
+    }
     CallHeader& theirs = heads[static_cast<std::size_t>(from)];
     // The body's length is read off the sender's header. One that differs from what this rank
     // expects (the headers will not agree) is read and dropped, so the link stays in step.
     const auto body_for = [&](std::span<const std::byte> /*head, received into theirs*/) {
-      const std::size_t n = piggyback_bytes(theirs, from);
-      if (n <= kHeaderData) return std::span<std::byte>();
+      const std::size_t n = body_bytes(theirs);
+      if (n == 0) return std::span<std::byte>();
       if (n == bytes_from(mine.head, block, from)) return std::span<std::byte>(slots + static_cast<std::size_t>(from) * block, n);
       dropped.resize(n);
       return std::span<std::byte>(dropped);

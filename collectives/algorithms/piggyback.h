@@ -1,8 +1,8 @@
 // Piggyback: a small call's data travels in its argument check's message. What it saves: a
 // call whose every peer needs the sender's whole block (a one-shot all-reduce, an all-gather,
 // a broadcast, an all-to-all) would take the check's exchange, then an exchange of its own;
-// with the data in the check's message it takes one, which halves a small call's latency on 2
-// ranks (docs/collectives.md, "Piggyback"). When it is chosen: the check is on, the buffers are
+// with the data in the check's message it takes one, about half a small call's latency on 2
+// ranks. When it is chosen: the check is on, the buffers are
 // host memory that ringgrad moves (not MPI), and one block fits a piece (chunk_bytes) and
 // kPiggybackMaxBytes. Up to kHeaderData bytes ride inside the 48-byte header, more right behind
 // it in the same framed message (Link::send_recv_framed). The plain road, which this replaces
@@ -21,7 +21,7 @@ namespace ringgrad::collectives {
 
 /// The most bytes a rank sends a peer with its header. A body lands in the link's workspace and
 /// is copied into place from there: above this, that copy cost more than the exchange it saved
-/// (an all-gather of 128 KiB a rank took 6-9% longer; docs/collectives.md).
+/// (an all-gather of 128 KiB a rank took 6-9% longer; docs/journal.md).
 constexpr std::size_t kPiggybackMaxBytes = 64 << 10;
 
 /// Whether the call's data rides with the check: a valid call of host memory that ringgrad
@@ -31,8 +31,8 @@ constexpr std::size_t kPiggybackMaxBytes = 64 << 10;
 bool piggybacks(const CallHeader& h);
 
 /// Bytes rank `sender` sends each peer with its header when piggybacks(h), else 0: count
-/// elements, none from a broadcast's non-roots. A receiver reads this off the sender's header,
-/// so it takes exactly what was sent even when the two disagree.
+/// elements, none from a broadcast's non-roots. Above kHeaderData they follow as a body, whose
+/// length the header carries (check.h: body_bytes).
 std::size_t piggyback_bytes(const CallHeader& h, int sender);
 
 /// Runs a call for which piggybacks(mine.head): one framed exchange with every peer (p-1

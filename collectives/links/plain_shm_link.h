@@ -40,6 +40,8 @@ class PlainShmLink final : public PollingLink<HostMemoryLink> {
   // One piece out of the slot `in.from` fills, if it is there; throws on a piece of another
   // operation or size.
   bool take(Incoming& in);
+  // Whether put() or take() would make progress now.
+  bool ready(const Outgoing& out, const Incoming& in) const;
   void exchange(Outgoing out, Incoming in) override;
 
   ShmPeers& peers_;

@@ -1,7 +1,8 @@
 // 09: a ring all-reduce written by hand, on one screen, over batched send/recv. p ranks each
-// hold n floats cut into p blocks. Reduce-scatter: at step s rank r sends block (r - s) to rank
-// r+1 and adds block (r - s - 1) from rank r-1 into its own; after p-1 steps rank r holds block
-// (r + 1) summed over every rank. All-gather: p-1 more steps pass the finished blocks on.
+// hold n floats cut into p blocks. Reduce-scatter: at step s rank r sends block (r - 1 - s) to
+// rank r+1 and adds what rank r-1 sends, its block (r - 2 - s), into its own; after p-1 steps
+// rank r holds block r summed over every rank (docs/collectives.md draws it). All-gather: p-1
+// more steps pass the finished blocks on.
 // Each rank sends 2(p-1)/p n floats, the least any all-reduce can (Patarasuk & Yuan 2009).
 // The library's version, pipelined in pieces: collectives/algorithms/ring_all_reduce.cc.
 //
@@ -25,15 +26,15 @@ int main() try {
   const auto block = [&](int b) { return x.data() + static_cast<std::size_t>((b % p + p) % p) * kBlock; };
 
   for (int s = 0; s < p - 1; ++s) {  // reduce-scatter
-    comm.batch_send_recv({P2POp::send(ConstBuffer(block(r - s), kBlock, DType::kFloat32), next),
+    comm.batch_send_recv({P2POp::send(ConstBuffer(block(r - 1 - s), kBlock, DType::kFloat32), next),
                           P2POp::recv(Buffer(incoming.data(), kBlock, DType::kFloat32), prev)});
-    float* acc = block(r - s - 1);
+    float* acc = block(r - 2 - s);
     for (std::size_t i = 0; i < kBlock; ++i) acc[i] += incoming[i];
-    if (r == 0) fmt::print("reduce-scatter step {}: sent block {}, added block {}\n", s, (r - s + p) % p, (r - s - 1 + 2 * p) % p);
+    if (r == 0) fmt::print("reduce-scatter step {}: sent block {}, added block {}\n", s, (2 * p - 1 - s) % p, (2 * p - 2 - s) % p);
   }
   for (int s = 0; s < p - 1; ++s) {  // all-gather: pass on the block finished last
-    comm.batch_send_recv({P2POp::send(ConstBuffer(block(r + 1 - s), kBlock, DType::kFloat32), next),
-                          P2POp::recv(Buffer(block(r - s), kBlock, DType::kFloat32), prev)});
+    comm.batch_send_recv({P2POp::send(ConstBuffer(block(r - s), kBlock, DType::kFloat32), next),
+                          P2POp::recv(Buffer(block(r - 1 - s), kBlock, DType::kFloat32), prev)});
   }
 
   std::vector<float> expected = mine;  // the library's all-reduce of the same data
