@@ -12,16 +12,19 @@ Algo AlgoChoice::pick(CollKind kind, Algo algo, std::size_t n) const {
   if (algo != Algo::kAuto) return algo;
   if (has_algo(kind, preferred_)) return preferred_;
   if (kind == CollKind::kBarrier || !is_collective(kind)) return Algo::kAuto;
+  const std::uint64_t question = static_cast<std::uint64_t>(n) << 16 | static_cast<std::uint64_t>(kind) << 8;
+  const std::uint64_t kept = last_.load(std::memory_order_relaxed);
+  if (kept != 0 && (kept & ~std::uint64_t{0xff}) == question) return static_cast<Algo>(kept & 0xff);
   std::lock_guard lock(mutex_);
-  if (last_.algo == Algo::kAuto || last_.kind != kind || last_.bytes != n)
-    last_ = {kind, n, model_.choose(kind, n, world_size_, hosts_)};
-  return last_.algo;
+  const Algo chosen = model_.choose(kind, n, world_size_, hosts_);
+  if (n < (std::uint64_t{1} << 48)) last_.store(question | static_cast<std::uint64_t>(chosen), std::memory_order_relaxed);
+  return chosen;
 }
 
 void AlgoChoice::set_model(const CostModel& model) {
   std::lock_guard lock(mutex_);
   model_ = model;
-  last_ = {};
+  last_.store(0, std::memory_order_relaxed);
 }
 
 }  // namespace ringgrad::collectives

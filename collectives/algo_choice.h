@@ -3,7 +3,9 @@
 // call's size (cost_model.h). Every rank holds the same model, so all choose alike.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <mutex>
 
 #include "collectives/algo.h"
@@ -22,18 +24,15 @@ class AlgoChoice {
   void set_model(const CostModel& model);
 
  private:
-  mutable std::mutex mutex_;
+  mutable std::mutex mutex_;  // guards model_
   CostModel model_;
   Algo preferred_;
   int world_size_, hosts_;
   // A training loop often asks about one size over and over: the model's answer for the last
-  // size asked is kept (comparing every algorithm costs a tenth of a small all-reduce).
-  struct Answer {
-    CollKind kind = CollKind::kBarrier;
-    std::size_t bytes = 0;
-    Algo algo = Algo::kAuto;  // kAuto: nothing kept yet
-  };
-  mutable Answer last_;
+  // size asked is kept (comparing every algorithm costs a tenth of a small all-reduce), packed
+  // in one word (size << 16 | kind << 8 | algo; 0: nothing kept) so a repeated question takes
+  // no lock.
+  mutable std::atomic<std::uint64_t> last_{0};
 };
 
 }  // namespace ringgrad::collectives

@@ -84,7 +84,7 @@ void CallQueue::throw_broken(CollKind kind) const {
 
 // A small blocking call is mostly this function's own cost, so it takes the lock once on the
 // way in, reads the clock once for queued-and-started, and runs inline without a Work::State.
-Work CallQueue::submit(Task task, bool blocking) {
+Work CallQueue::submit(Task&& task, bool blocking) {
   std::unique_lock lock(mutex_);
   if (!broken_.empty()) throw_broken(task.kind);
   const bool inline_run = blocking && queue_.empty() && !running_;

@@ -41,7 +41,7 @@ class CallQueue {
   /// Queues `task` (its algorithm resolved, its arguments valid or left for the argument check
   /// to report) and returns its Work; a blocking call returns once it finished, and rethrows its
   /// error. Throws TransportError when an earlier call broke the communicator.
-  Work submit(Task task, bool blocking);
+  Work submit(Task&& task, bool blocking);
   /// Calls and bytes submitted so far (since the last reset).
   CommStats stats() const;
   void reset_stats();

@@ -100,7 +100,7 @@ std::string Communicator::host_path() const { return runner_->host_path(); }
 
 // --- Issuing a call --------------------------------------------------------------------------
 
-Work Communicator::issue(Task task, bool blocking) {
+Work Communicator::issue(Task&& task, bool blocking) {
   if (task.invalid.empty()) task.algo = algo_choice_.pick(task.kind, task.algo, task.bytes);
   if (task.device != kHost && task.invalid.empty()) {
     int bound = kHost;  // the first device call binds the communicator to its device

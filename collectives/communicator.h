@@ -165,7 +165,7 @@ class Communicator {
   // Makes the recorder, runner and queue (both constructors).
   void start(std::unique_ptr<MpiBackend> mpi);
   // Every call goes here: its algorithm chosen, this rank's arguments judged, then queued.
-  Work issue(Task task, bool blocking);
+  Work issue(Task&& task, bool blocking);
 
   std::shared_ptr<transport::Transport> transport_;  // shared with the parent and its groups
   CommOptions options_;
