@@ -42,7 +42,7 @@ void chain_reduce(Link& link, const CollArgs& a) {
   }
   if (v == 0 && leaf) link.copy(a.recv, a.send, bytes);  // p == 1
   wait_all(sends);
-  if (v == 0) link.finalize(a.recv, a.count, a.dtype, a.op, p);
+  if (v == 0) link.divide_for_avg(a.recv, a.count, a.dtype, a.op, p);
 }
 
 }  // namespace ringgrad::collectives

@@ -47,7 +47,7 @@ void halving_doubling_segment(Link& link, const CollArgs& a) {
       link.send_recv_reduce(real(vrank ^ mask), mine, bytes, real(vrank ^ mask), a.recv, a.recv, a.count,
                             a.dtype, a.op);
     }
-    link.finalize(a.recv, a.count, a.dtype, a.op, p);
+    link.divide_for_avg(a.recv, a.count, a.dtype, a.op, p);
   } else if (vrank >= 0) {
     if (pow2 == 1) link.copy(a.recv, src, bytes);
     // Recursive halving: keep the half of [lo, hi) that holds my block, send the other half.
@@ -64,7 +64,7 @@ void halving_doubling_segment(Link& link, const CollArgs& a) {
       lo = keep_lo;
       hi = keep_hi;
     }
-    link.finalize(a.recv + at(lo) * es, at(hi) - at(lo), a.dtype, a.op, p);
+    link.divide_for_avg(a.recv + at(lo) * es, at(hi) - at(lo), a.dtype, a.op, p);
     // Recursive doubling: swap my range for the partner's, doubling it each step.
     for (int mask = 1; mask < pow2; mask *= 2) {
       const int size = hi - lo;

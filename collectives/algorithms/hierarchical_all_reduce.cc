@@ -26,7 +26,7 @@ void hierarchical_all_reduce(Link& link, const CollArgs& a, const HostLayout& ho
   std::byte* mine = a.recv + blocks.begin(local.rank()) * dtype_size(a.dtype);
   const std::size_t n = blocks.size(local.rank());
   ring_all_reduce(cross, CollArgs{mine, mine, n, a.dtype, op, a.root});
-  link.finalize(mine, n, a.dtype, a.op, p);
+  link.divide_for_avg(mine, n, a.dtype, a.op, p);
   ring_all_gather_blocks(local, a.recv, a.count, a.dtype);
 }
 

@@ -24,7 +24,7 @@ void reduce_in_rank_order(Link& link, std::span<const std::byte* const> inputs, 
     link.reduce(dst, acc, inputs[r], count, dtype, op);
     acc = dst;
   }
-  link.finalize(recv, count, dtype, op, static_cast<int>(p));
+  link.divide_for_avg(recv, count, dtype, op, static_cast<int>(p));
 }
 
 void one_shot_all_reduce(Link& link, const CollArgs& a) {

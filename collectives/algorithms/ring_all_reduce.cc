@@ -66,7 +66,7 @@ void ring_all_reduce_whole(Link& link, const CollArgs& a) {
   const std::size_t es = dtype_size(a.dtype);
   const int r = link.rank();
   ring_reduce_scatter_blocks(link, a);
-  link.finalize(a.recv + blocks.begin(r) * es, blocks.size(r), a.dtype, a.op, link.world_size());  // AVG: / p
+  link.divide_for_avg(a.recv + blocks.begin(r) * es, blocks.size(r), a.dtype, a.op, link.world_size());  // AVG: / p
   ring_all_gather_blocks(link, a.recv, a.count, a.dtype);
 }
 
@@ -107,7 +107,7 @@ void ring_reduce_scatter(Link& link, const CollArgs& a) {
     reduce_step(link, a, blocks, s == 0 ? a.send + blocks.begin(sb) * es : temp(s - 1), sb, s == p - 2 ? a.recv : temp(s),
                 rb);
   }
-  link.finalize(a.recv, a.count, a.dtype, a.op, p);
+  link.divide_for_avg(a.recv, a.count, a.dtype, a.op, p);
 }
 
 void ring_all_gather(Link& link, const CollArgs& a) {

@@ -67,7 +67,7 @@ void tree_reduce(Link& link, const CollArgs& a) {
     link.isend(t.parent, partial, n, sends);
   }
   wait_all(sends);
-  if (root) link.finalize(a.recv, a.count, a.dtype, a.op, p);
+  if (root) link.divide_for_avg(a.recv, a.count, a.dtype, a.op, p);
 }
 
 void tree_all_reduce(Link& link, const CollArgs& a) {

@@ -169,7 +169,7 @@ void MpiBackend::run(CollKind kind, const CollArgs& a, int peer, uint64_t tag) {
   }
   check(e, rank_, coll_name(kind).data());
   const bool has_result = kind == CollKind::kAllReduce || kind == CollKind::kReduceScatter || (kind == CollKind::kReduce && root);
-  if (a.op == ReduceOp::AVG && has_result) finalize(recv, a.count, a.dtype, a.op, world_size_);
+  if (a.op == ReduceOp::AVG && has_result) divide_for_avg(recv, a.count, a.dtype, a.op, world_size_);
 }
 
 void MpiBackend::run_all_to_all_v(const CollArgs& a, std::span<const std::size_t> send_counts,

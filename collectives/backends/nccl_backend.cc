@@ -170,7 +170,7 @@ void NcclBackend::run(CollKind kind, Algo, const CollArgs& a, int peer, uint64_t
   wait(what, false);
   if (a.op == ReduceOp::AVG && (kind == CollKind::kAllReduce || kind == CollKind::kReduceScatter ||
                                 (kind == CollKind::kReduce && rank_ == a.root)))
-    finalize_on_device(a.recv, n, a.dtype, a.op, world_size_, s);
+    divide_for_avg_on_device(a.recv, n, a.dtype, a.op, world_size_, s);
   wait(what, true);
 }
 

@@ -140,8 +140,8 @@ void DeviceLink::reduce(void* dst, const void* a, const void* b, std::size_t cou
   combine_on_device(dst, a, b, count, dtype, op, peers_.stream());
 }
 
-void DeviceLink::finalize(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) {
-  finalize_on_device(data, count, dtype, op, world_size, peers_.stream());
+void DeviceLink::divide_for_avg(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) {
+  divide_for_avg_on_device(data, count, dtype, op, world_size, peers_.stream());
 }
 
 std::byte* DeviceLink::workspace(std::size_t bytes) { return peers_.workspace(bytes); }

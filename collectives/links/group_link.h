@@ -20,7 +20,7 @@ class GroupLink final : public Link {
   void send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst, const void* a,
                         std::size_t count, DType dtype, ReduceOp op) override;
   void send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
-                        std::span<std::byte> their_head, const BodyFor& body_for) override {
+                        std::span<std::byte> their_head, const BodyDestination& body_for) override {
     base_.send_recv_framed(base_rank(to), head, body, base_rank(from), their_head, body_for);
   }
   std::size_t eager_bytes() const override { return base_.eager_bytes(); }
@@ -30,8 +30,8 @@ class GroupLink final : public Link {
   void reduce(void* dst, const void* a, const void* b, std::size_t count, DType dtype, ReduceOp op) override {
     base_.reduce(dst, a, b, count, dtype, op);
   }
-  void finalize(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) override {
-    base_.finalize(data, count, dtype, op, world_size);
+  void divide_for_avg(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) override {
+    base_.divide_for_avg(data, count, dtype, op, world_size);
   }
   std::byte* workspace(std::size_t bytes) override { return base_.workspace(bytes); }
 

@@ -66,7 +66,7 @@ void HostLink::receive(int from, std::span<std::byte> into) {
 // larger ones as two, in order (post_send: the larger through the progress thread). The receiver takes the next
 // message whatever its length up to the largest that may carry both: past the head, the body.
 void HostLink::send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
-                                std::span<std::byte> their_head, const BodyFor& body_for) {
+                                std::span<std::byte> their_head, const BodyDestination& body_for) {
   std::vector<Pending> sends;
   std::vector<std::byte>& framed = buffers().framed;
   const std::size_t one_message = std::min(kEagerBytes, chunk_bytes());

@@ -27,7 +27,7 @@ class HostLink final : public HostMemoryLink {
   /// kEagerBytes (16 KiB): the peer's socket buffer holds that much (loopback: 128 KiB).
   std::size_t eager_bytes() const override;
   void send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
-                        std::span<std::byte> their_head, const BodyFor& body_for) override;
+                        std::span<std::byte> their_head, const BodyDestination& body_for) override;
   void isend(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) override;
   void irecv(int from, void* data, std::size_t bytes, std::vector<Pending>& pending) override;
 

@@ -16,8 +16,8 @@ void HostMemoryLink::reduce(void* dst, const void* a, const void* b, std::size_t
   combine(dst, a, b, count, dtype, op);
 }
 
-void HostMemoryLink::finalize(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) {
-  collectives::finalize(data, count, dtype, op, world_size);
+void HostMemoryLink::divide_for_avg(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) {
+  collectives::divide_for_avg(data, count, dtype, op, world_size);
 }
 
 std::byte* HostMemoryLink::workspace(std::size_t bytes) {

@@ -23,7 +23,7 @@ class HostMemoryLink : public Link {
  public:
   void copy(void* dst, const void* src, std::size_t bytes) override;
   void reduce(void* dst, const void* a, const void* b, std::size_t count, DType dtype, ReduceOp op) override;
-  void finalize(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) override;
+  void divide_for_avg(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) override;
   std::byte* workspace(std::size_t bytes) override;
 
  protected:

@@ -60,7 +60,7 @@ class Link {
                                 const void* a, std::size_t count, DType dtype, ReduceOp op) = 0;
 
   /// Where a received head's body goes: its bytes (empty: no body follows), given the head.
-  using BodyFor = std::function<std::span<std::byte>(std::span<const std::byte> head)>;
+  using BodyDestination = std::function<std::span<std::byte>(std::span<const std::byte> head)>;
 
   /// A head and a body each way for the wait of one: sends `head`, then `body` (may be empty),
   /// to rank `to`; receives a head of head.size() bytes from rank `from` into `their_head`, then
@@ -71,7 +71,7 @@ class Link {
   /// A small head and body go as one message over TCP (links/host_link.cc) and as one piece
   /// over shared memory (links/shm_link.h).
   virtual void send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
-                                std::span<std::byte> their_head, const BodyFor& body_for) = 0;
+                                std::span<std::byte> their_head, const BodyDestination& body_for) = 0;
 
   void send(int to, const void* data, std::size_t bytes) { send_recv(to, data, bytes, -1, nullptr, 0); }
   void recv(int from, void* data, std::size_t bytes) { send_recv(-1, nullptr, 0, from, data, bytes); }
@@ -90,7 +90,7 @@ class Link {
   /// dst = a op b, element by element, all three in this link's memory (dst may equal a or b).
   virtual void reduce(void* dst, const void* a, const void* b, std::size_t count, DType dtype, ReduceOp op) = 0;
   /// data[i] /= world_size for AVG (see reduce_kernel.h); nothing for other ops.
-  virtual void finalize(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) = 0;
+  virtual void divide_for_avg(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) = 0;
   /// A temporary buffer of at least `bytes` in this link's memory, valid until the next call.
   virtual std::byte* workspace(std::size_t bytes) = 0;
 

@@ -101,7 +101,7 @@ bool PlainShmLink::ready(const Outgoing& out, const Incoming& in) const {
 }
 
 void PlainShmLink::send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
-                                    std::span<std::byte> their_head, const BodyFor& body_for) {
+                                    std::span<std::byte> their_head, const BodyDestination& body_for) {
   send_recv(to, head.data(), head.size(), from, their_head.data(), their_head.size());
   const std::span<std::byte> their_body = from < 0 ? std::span<std::byte>() : body_for(their_head);
   send_recv(to, body.data(), body.size(), from, their_body.data(), their_body.size());

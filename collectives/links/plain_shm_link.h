@@ -32,7 +32,7 @@ class PlainShmLink final : public PollingLink<HostMemoryLink> {
   /// The heads cross in one exchange, then the bodies in another: with one slot a peer, a head
   /// and its body cannot both wait in the peer's inbox.
   void send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
-                        std::span<std::byte> their_head, const BodyFor& body_for) override;
+                        std::span<std::byte> their_head, const BodyDestination& body_for) override;
 
  private:
   // One piece into `out.to`'s slot if it is free; false if the peer has not taken the last one.

@@ -34,7 +34,7 @@ class PollingLink : public Base {
   /// argument check calls it on host links only (ShmLink sends a small pair as one piece;
   /// PlainShmLink, one slot a peer, exchanges the heads, then the bodies).
   void send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
-                        std::span<std::byte> their_head, const typename Base::BodyFor& body_for) override {
+                        std::span<std::byte> their_head, const typename Base::BodyDestination& body_for) override {
     this->send(to, head.data(), head.size());
     this->send(to, body.data(), body.size());
     if (from < 0) return;

@@ -17,7 +17,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // A sleeping rank looks at its peers' health at this interval.
-constexpr auto kNap = std::chrono::milliseconds(5);
+constexpr auto kHealthCheckInterval = std::chrono::milliseconds(5);
 
 void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -123,7 +123,7 @@ bool ShmLink::advance_recv(Incoming& in) {
 }
 
 void ShmLink::send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
-                               std::span<std::byte> their_head, const BodyFor& body_for) {
+                               std::span<std::byte> their_head, const BodyDestination& body_for) {
   const std::size_t together = head.size() + body.size();
   if (!body.empty() && together <= std::min(kShmFramedBytes, chunk_bytes())) {
     std::vector<std::byte>& framed = buffers().framed;
@@ -200,8 +200,8 @@ void ShmLink::wait(const Outgoing& out, const Incoming& in, Clock::time_point la
   const auto now = Clock::now();
   if (const auto poll = poll_.now(); now < last + poll) {
     // Poll the counts until `poll` after the last progress, but one nap at most: the checks
-    // below run every kNap however long the poll. The clock is read once per 64 looks.
-    for (const auto end = std::min(last + poll, now + kNap); Clock::now() < end;) {
+    // below run every kHealthCheckInterval however long the poll. The clock is read once per 64 looks.
+    for (const auto end = std::min(last + poll, now + kHealthCheckInterval); Clock::now() < end;) {
       for (int i = 0; i < 64; ++i) {
         if (ready(out, in)) return;
         cpu_relax();
@@ -218,7 +218,7 @@ void ShmLink::wait(const Outgoing& out, const Incoming& in, Clock::time_point la
     const std::uint32_t seen = rings.load();
     sleepers.fetch_add(1);
     std::atomic_thread_fence(std::memory_order_seq_cst);  // pairs with ShmPeers::ring's fence
-    if (!ready(out, in)) transport::futex_wait(&bell.rings, seen, kNap);
+    if (!ready(out, in)) transport::futex_wait(&bell.rings, seen, kHealthCheckInterval);
     sleepers.fetch_sub(1);
   }
   if (ready(out, in)) return;

@@ -61,7 +61,7 @@ class ShmLink final : public PollingLink<HostMemoryLink> {
   /// receiver tells the two apart by the piece's length: a piece longer than a head carries the
   /// body, which must be as long as body_for() says (else TransportError).
   void send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
-                        std::span<std::byte> their_head, const BodyFor& body_for) override;
+                        std::span<std::byte> their_head, const BodyDestination& body_for) override;
 
  private:
   bool advance_send(Outgoing& out);

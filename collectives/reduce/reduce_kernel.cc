@@ -36,7 +36,7 @@ void combine(void* dst, const void* a, const void* b, std::size_t count, DType d
   visit_dtype(dtype, [&]<typename T>(std::type_identity<T>) { combine_typed<T>(dst, a, b, count, op); });
 }
 
-void finalize(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) {
+void divide_for_avg(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size) {
   if (op != ReduceOp::AVG || world_size == 1) return;
   visit_dtype(dtype, [&]<typename T>(std::type_identity<T>) {
     using C = Compute<T>;

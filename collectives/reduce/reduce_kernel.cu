@@ -101,7 +101,7 @@ void combine_on_device(void* dst, const void* a, const void* b, std::size_t coun
   transport::cuda_check(cudaGetLastError(), "launching the reduction kernel");
 }
 
-void finalize_on_device(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size, cudaStream_t stream) {
+void divide_for_avg_on_device(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size, cudaStream_t stream) {
   if (op != ReduceOp::AVG || world_size == 1 || count == 0) return;
   visit_device_dtype(dtype, [&]<typename T>(std::type_identity<T>) {
     divide_kernel<T><<<blocks_for(count), kThreads, 0, stream>>>(static_cast<T*>(data), count, world_size);

@@ -1,4 +1,4 @@
-// Reduction kernels on device memory: combine and finalize of reduce_kernel.h as CUDA kernels
+// Reduction kernels on device memory: combine and divide_for_avg of reduce_kernel.h as CUDA kernels
 // enqueued on a stream (one grid-stride kernel per (dtype, op); float16/bfloat16 in float32,
 // integer SUM/PRODUCT wrapping, as on the host). Memory-bound: 3 bytes moved per byte reduced.
 #pragma once
@@ -17,6 +17,6 @@ void combine_on_device(void* dst, const void* a, const void* b, std::size_t coun
                        cudaStream_t stream);
 
 /// Enqueues data[i] /= world_size for AVG on `stream`; nothing for other ops.
-void finalize_on_device(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size, cudaStream_t stream);
+void divide_for_avg_on_device(void* data, std::size_t count, DType dtype, ReduceOp op, int world_size, cudaStream_t stream);
 
 }  // namespace ringgrad::collectives

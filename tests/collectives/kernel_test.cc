@@ -53,10 +53,10 @@ TEST_CASE("combine and finalize agree with a 2-rank serial reference for every d
       auto a = make_input(0, n, op, dtype), b = make_input(1, n, op, dtype);
       std::vector<std::byte> out(a.size());
       collectives::combine(out.data(), a.data(), b.data(), n, dtype, op);
-      collectives::finalize(out.data(), n, dtype, op, 2);
+      collectives::divide_for_avg(out.data(), n, dtype, op, 2);
       CHECK(first_difference(out.data(), expected_reduction(2, 0, n, op, dtype).data(), n, dtype) == -1);
       collectives::combine(a.data(), a.data(), b.data(), n, dtype, op);  // in place
-      collectives::finalize(a.data(), n, dtype, op, 2);
+      collectives::divide_for_avg(a.data(), n, dtype, op, 2);
       CHECK(first_difference(a.data(), out.data(), n, dtype) == -1);
     }
 }
