@@ -19,6 +19,15 @@ enum class CollKind : uint8_t {
 /// every rank sends its vector to every other and reduces them all. Which collective has which: has_algo().
 enum class Algo : uint8_t { kAuto, kRing, kTree, kHalvingDoubling, kLinear, kPairwise, kBruck, kHierarchical, kOneShot };
 
+/// Whether a collective of `kind` takes a ReduceOp (reduce, all_reduce, reduce_scatter).
+constexpr bool has_op(CollKind kind) {
+  return kind == CollKind::kReduce || kind == CollKind::kAllReduce || kind == CollKind::kReduceScatter;
+}
+/// Whether a collective of `kind` has a root (broadcast, reduce, gather, scatter).
+constexpr bool has_root(CollKind kind) {
+  return kind == CollKind::kBroadcast || kind == CollKind::kReduce || kind == CollKind::kGather || kind == CollKind::kScatter;
+}
+
 /// "broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "barrier", "send", "recv",
 /// "gather", "scatter", "all_to_all", "batch_send_recv", "all_to_all_v".
 std::string_view coll_name(CollKind kind);

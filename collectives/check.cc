@@ -13,7 +13,6 @@
 #include <fmt/format.h>
 
 #include "collectives/collective_error.h"
-#include "collectives/validate.h"
 
 namespace ringgrad::collectives {
 
@@ -73,7 +72,7 @@ std::string agree(Link& link, const Descriptor& mine, std::vector<CallHeader>& h
     link.send_recv_framed(to, std::as_bytes(std::span(&mine.head, 1)), {}, from,
                           std::as_writable_bytes(std::span(&theirs, 1)), std::cref(drop_body));
   }
-  return compare_headers(link, mine, heads);
+  return headers_agree(heads) ? std::string() : disagreement(link, mine);
 }
 
 std::size_t body_bytes(const CallHeader& h) {
@@ -83,12 +82,7 @@ std::size_t body_bytes(const CallHeader& h) {
   return static_cast<std::size_t>(n);
 }
 
-std::string compare_headers(Link& link, const Descriptor& mine, std::span<const CallHeader> heads) {
-  const bool agreed = std::all_of(heads.begin(), heads.end(), [&](const CallHeader& h) {
-    return h.invalid == 0 && std::memcmp(&h, heads.data(), offsetof(CallHeader, has_body)) == 0;
-  });
-  return agreed ? std::string() : find_disagreement(exchange_all(link, mine));
-}
+std::string disagreement(Link& link, const Descriptor& mine) { return find_disagreement(exchange_all(link, mine)); }
 
 std::string check_counts(Link& link, std::span<const std::size_t> send_counts, std::span<const std::size_t> recv_counts) {
   const int p = link.world_size(), r = link.rank();

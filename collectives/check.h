@@ -7,7 +7,9 @@
 // same exchange (algorithms/piggyback.h). A reader learning the algorithms may skip this file.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <span>
 #include <string>
 #include <vector>
@@ -64,10 +66,17 @@ std::size_t body_bytes(const CallHeader& h);
 /// past the timeout.
 std::string agree(Link& link, const Descriptor& mine, std::vector<CallHeader>& heads);
 
-/// Given every rank's header (`heads`, by rank, after an exchange like agree()'s): "" when all
-/// are valid and equal (their data aside); otherwise why the ranks' calls differ, found by a
-/// second exchange, of the full descriptors (find_disagreement), the same on every rank.
-std::string compare_headers(Link& link, const Descriptor& mine, std::span<const CallHeader> heads);
+/// Whether every rank's header (`heads`, by rank) is valid and equal to the others, the fields
+/// that differ from rank to rank (has_body, data) aside.
+inline bool headers_agree(std::span<const CallHeader> heads) {
+  for (const CallHeader& h : heads)
+    if (h.invalid != 0 || std::memcmp(&h, heads.data(), offsetof(CallHeader, has_body)) != 0) return false;
+  return true;
+}
+
+/// Why the ranks' calls differ, after headers that did not agree: a second exchange, of the
+/// full descriptors, then find_disagreement(). The same message on every rank.
+std::string disagreement(Link& link, const Descriptor& mine);
 
 /// all_to_all_v's pairwise agreement: each rank sends every peer the count it will send it and
 /// compares the peer's with the count it expects. Empty when all match, else this rank's

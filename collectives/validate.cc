@@ -48,14 +48,6 @@ std::string overlap(const void* small, std::size_t small_bytes, const void* larg
 
 }  // namespace
 
-bool has_op(CollKind k) {
-  return k == CollKind::kReduce || k == CollKind::kAllReduce || k == CollKind::kReduceScatter;
-}
-
-bool has_root(CollKind k) {
-  return k == CollKind::kBroadcast || k == CollKind::kReduce || k == CollKind::kGather || k == CollKind::kScatter;
-}
-
 int call_device(CollKind kind, const ConstBuffer& send, const Buffer& recv, int root, int rank) {
   return uses_recv(kind, rank, root) ? recv.device : send.device;
 }

@@ -10,11 +10,6 @@
 
 namespace ringgrad::collectives {
 
-/// Whether a collective of `kind` takes a ReduceOp (reduce, all_reduce, reduce_scatter).
-bool has_op(CollKind kind);
-/// Whether a collective of `kind` has a root (broadcast, reduce, gather, scatter).
-bool has_root(CollKind kind);
-
 /// Empty when the call is usable on this rank, else why not ("recv holds 10 elements, ...").
 /// Host and device buffers are not mixed in one call; device buffers must be device memory.
 std::string validate(CollKind kind, const ConstBuffer& send, const Buffer& recv, int root, int rank, int world_size);

@@ -85,7 +85,7 @@ std::string piggyback(Link& link, const Descriptor& mine, const CollArgs& args, 
     link.send_recv_framed(to, std::as_bytes(std::span(&out, 1)), body, from, std::as_writable_bytes(std::span(&theirs, 1)),
                           std::cref(body_for));
   }
-  if (std::string why = compare_headers(link, mine, heads); !why.empty()) return why;
+  if (!headers_agree(heads)) return disagreement(link, mine);
   bodies.assign(static_cast<std::size_t>(p), nullptr);
   for (int q = 0; q < p; ++q) {  // every header is mine but for its data: what q sent is what mine says
     const std::size_t n = bytes_from(mine.head, block, q);
