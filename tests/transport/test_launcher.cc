@@ -70,6 +70,7 @@ TEST_CASE("ringgrad-run gives each rank torchrun's environment and prefixes its 
   o = sh(run + " --nproc-per-nodes 2 true");
   CHECK(o.exit_code == 2);
   CHECK(contains(o.err, "ringgrad-run: unknown option --nproc-per-nodes (the program follows the options"));
+  CHECK(contains(o.err, "did you mean --nproc-per-node?"));
   CHECK(sh(run + " -- -true-").exit_code == 127);  // a program named -true- is looked for
   o = sh(run + " --master-addr '' true");
   CHECK(o.exit_code == 2);

@@ -3,7 +3,8 @@
 # model sizes below 1 (a negative one once crashed in the allocator), probabilities outside
 # [0, 1), NaN and infinite rates, output paths that cannot be written, --save_every without
 # --out, a --resume checkpoint or a --data file that is not there; and a run that trains nothing
-# leaves the checkpoint at --out as it was. The numbered examples end a failed rendezvous with one
+# leaves the checkpoint at --out as it was. A mistyped flag gets the closest known one ('-' and '_'
+# alike). The numbered examples end a failed rendezvous with one
 # line and status 1, not an abort.
 # Usage: bad_flags_test.sh BIN_DIR
 set -eu
@@ -41,6 +42,8 @@ expect_usage "/dev/null: not a regular file" "$bin/train_gpt" --data /dev/null -
 expect_usage "--lr: nan is not a number >= 0" "$bin/train_mlp" --lr nan
 expect_usage "--batch-size: 0 is not a whole number >= 1" "$bin/train_mlp" --batch-size 0
 expect_usage "--out $dir/no/mlp.safetensors: there is no directory" "$bin/train_mlp" --out "$dir/no/mlp.safetensors"
+expect_usage "--max-iter: did you mean --max_iters?" "$bin/train_gpt" $quick --max-iter 5
+expect_usage "--batch_size: did you mean --batch-size?" "$bin/train_mlp" --batch_size 4
 echo "bad flags: exit 2, named"
 
 # A run that trains no step writes nothing over --out (it used to save its iteration-0 model).
