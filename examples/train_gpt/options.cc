@@ -87,14 +87,14 @@ void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
   app.add_option(flag("seed"), c.seed, "Seed of the weights, the batches and dropout");
 }
 
-// Refuses what cannot run, printing why: an unwritable --out or --log, and flags that need
+// Refuses what cannot run, printing why: an unwritable --out, --log or --trace, and flags that need
 // another flag. Returns the exit status (2) when something is refused.
 std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainConfig& cfg, const Options& opt) {
   const Paths& paths = opt.paths;
   const Distributed& dist = opt.dist;
   const Sampling& sampling = opt.sampling;
   const ModelParallelOptions& mp = opt.mp;
-  for (const auto& [name, path] : {std::pair{"--out", paths.out}, {"--log", paths.log}}) {
+  for (const auto& [name, path] : {std::pair{"--out", paths.out}, {"--log", paths.log}, {"--trace", paths.trace}}) {
     if (const std::string why = path.empty() ? "" : ringgrad::cli::why_unwritable(path); !why.empty()) {
       fmt::print(stderr, "train_gpt: {} {}: {}\n", name, path, why);
       return 2;

@@ -36,12 +36,15 @@ expect_usage "--temperature: inf is not a number > 0" "$bin/train_gpt" $quick --
 expect_usage "--save_every 1 writes the checkpoint named by --out" "$bin/train_gpt" $quick --save_every 1
 expect_usage "--log $dir/no/log.jsonl: there is no directory $dir/no" "$bin/train_gpt" $quick --log "$dir/no/log.jsonl"
 expect_usage "--out $dir: is a directory, not a file" "$bin/train_gpt" $quick --out "$dir"
+expect_usage "--trace $dir/no/t.json: there is no directory $dir/no" "$bin/train_gpt" $quick --trace "$dir/no/t.json"
+! grep -q "^GPT " "$dir/out.txt" || fail "--trace was refused after the model was built: $(cat "$dir/out.txt")"
 expect_usage "--resume $dir/none.safetensors: no such file" "$bin/train_gpt" $quick --resume "$dir/none.safetensors"
 expect_usage "--resume $dir: is a directory, not a file" "$bin/train_gpt" $quick --resume "$dir"
 expect_usage "/dev/null: not a regular file" "$bin/train_gpt" --data /dev/null --config tiny --max_iters 2
 expect_usage "--lr: nan is not a number >= 0" "$bin/train_mlp" --lr nan
 expect_usage "--batch-size: 0 is not a whole number >= 1" "$bin/train_mlp" --batch-size 0
 expect_usage "--out $dir/no/mlp.safetensors: there is no directory" "$bin/train_mlp" --out "$dir/no/mlp.safetensors"
+expect_usage "--trace $dir/no/t.json: there is no directory" "$bin/train_mlp" --trace "$dir/no/t.json"
 expect_usage "--max-iter: did you mean --max_iters?" "$bin/train_gpt" $quick --max-iter 5
 expect_usage "--batch_size: did you mean --batch-size?" "$bin/train_mlp" --batch_size 4
 # Model parallelism without a launcher says how to start its ranks; a split the model cannot take
