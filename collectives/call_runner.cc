@@ -1,6 +1,9 @@
 // CallRunner: one call, from the argument check to the bytes.
 #include "collectives/call_runner.h"
 
+#include <string>
+#include <string_view>
+
 #include <fmt/format.h>
 
 #include "collectives/algorithms/algorithms.h"
@@ -22,6 +25,17 @@ std::string describe_tag(uint64_t tag) {
   if ((tag & kP2PTagBit) != 0) return fmt::format("send/recv tag {}", tag & ~kP2PTagBit);
   if ((tag & kCheckTag) != 0) return "the argument check's exchange";
   return fmt::format("the data of collective #{}", tag);
+}
+
+// A transport error names its rank first ("rank 0: ..." or "ringgrad transport: rank 0: ..."),
+// for when it is raised outside a collective. Wrapped in where(task), which names the rank
+// already, it drops that prefix so the message names the rank once.
+std::string without_rank(std::string_view what, int rank) {
+  constexpr std::string_view kLayer = "ringgrad transport: ";
+  const std::string_view layer = what.starts_with(kLayer) ? kLayer : std::string_view{};
+  const std::string prefix = fmt::format("rank {}: ", rank);
+  if (!what.substr(layer.size()).starts_with(prefix)) return std::string(what);
+  return fmt::format("{}{}", layer, what.substr(layer.size() + prefix.size()));
 }
 
 }  // namespace
@@ -99,7 +113,8 @@ CallRunner::Outcome CallRunner::execute(Task& task) noexcept {
   } catch (const transport::TransportError& e) {
     outcome.breaks = e.what();
     try {  // the error names the call; formatting it can fail only for want of memory
-      outcome.error = std::make_exception_ptr(transport::TransportError(fmt::format("{}: {}", where(task, group_), e.what())));
+      outcome.error = std::make_exception_ptr(transport::TransportError(
+          fmt::format("{}: {}", where(task, group_), without_rank(e.what(), group_.job_rank(group_.rank)))));
     } catch (...) {
       outcome.error = std::current_exception();
     }

@@ -46,6 +46,10 @@ constexpr Source kSources[] = {
 
 }  // namespace
 
+bool Config::launched() {
+  return std::any_of(std::begin(kSources), std::end(kSources), [](const Source& s) { return env(s.rank).has_value(); });
+}
+
 Config Config::from_env() {
   Config config;
   const Source* found = nullptr;

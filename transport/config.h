@@ -35,6 +35,10 @@ struct Config {
   /// OMPI_COMM_WORLD_RANK/_SIZE, then Slurm's SLURM_PROCID/SLURM_NTASKS.
   /// Throws TransportError naming the variable when one is missing or not a valid number.
   static Config from_env();
+
+  /// Whether a launcher started this process: the environment names its rank (RANK, else
+  /// OMPI_COMM_WORLD_RANK, else SLURM_PROCID). Without one a program runs alone, a world of 1.
+  static bool launched();
 };
 
 /// Receives of at most this many payload bytes poll (Config::receive_poll). Collectives send

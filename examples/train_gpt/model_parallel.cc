@@ -9,7 +9,6 @@
 
 #include <chrono>
 #include <memory>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -39,14 +38,10 @@ std::vector<collectives::Communicator*> groups_of(const GridGroups& groups) {
   return {groups.tp.get(), groups.cp.get(), groups.pp.get(), groups.dp.get()};
 }
 
-// The dp x pp x cp x tp grid over the world's ranks, dp what is left of the world. Throws
-// std::invalid_argument when tp x pp x cp does not divide the world size.
+// The dp x pp x cp x tp grid over the world's ranks, dp what is left of the world (options.cc
+// refused a grid that does not divide it).
 GridGroups make_grid(collectives::Communicator& world, const ModelParallelOptions& mp) {
-  const int model_ranks = mp.tp * mp.pp * mp.cp;
-  if (world.world_size() % model_ranks != 0)
-    throw std::invalid_argument(fmt::format("--tp {} x --pp {} x --cp {} = {} ranks per model replica does not divide "
-                                            "the {} ranks", mp.tp, mp.pp, mp.cp, model_ranks, world.world_size()));
-  return GridGroups::make(world, world.world_size() / model_ranks, mp.pp, mp.tp, mp.cp);
+  return GridGroups::make(world, world.world_size() / (mp.tp * mp.pp * mp.cp), mp.pp, mp.tp, mp.cp);
 }
 
 // Iteration 0 with the batches drawn as the data-parallel path draws them, or (mp.resume) the

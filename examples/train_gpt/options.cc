@@ -8,12 +8,15 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <string>
 #include <stdexcept>
 #include <vector>
 
 #include "cli/numbers.h"
 #include "cli/parse.h"
 #include "cli/paths.h"
+#include "transport/config.h"
+#include "transport/error.h"
 
 namespace ringgrad::examples {
 namespace {
@@ -84,14 +87,14 @@ void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
   app.add_option(flag("seed"), c.seed, "Seed of the weights, the batches and dropout");
 }
 
-// Refuses what cannot run, printing why: an unwritable --out or --log, and flags that need
+// Refuses what cannot run, printing why: an unwritable --out, --log or --trace, and flags that need
 // another flag. Returns the exit status (2) when something is refused.
 std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainConfig& cfg, const Options& opt) {
   const Paths& paths = opt.paths;
   const Distributed& dist = opt.dist;
   const Sampling& sampling = opt.sampling;
   const ModelParallelOptions& mp = opt.mp;
-  for (const auto& [name, path] : {std::pair{"--out", paths.out}, {"--log", paths.log}}) {
+  for (const auto& [name, path] : {std::pair{"--out", paths.out}, {"--log", paths.log}, {"--trace", paths.trace}}) {
     if (const std::string why = path.empty() ? "" : ringgrad::cli::why_unwritable(path); !why.empty()) {
       fmt::print(stderr, "train_gpt: {} {}: {}\n", name, path, why);
       return 2;
@@ -120,6 +123,17 @@ std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainC
     return 2;
   }
   if (mp.tp * mp.pp * mp.cp > 1) {
+    // The model's split, checked here so that each rank refuses it before any starts work.
+    if (cfg.model.n_head % mp.tp != 0) {
+      fmt::print(stderr, "train_gpt: --tp {} splits the attention heads: n_head {} does not divide into {} "
+                         "tensor-parallel ranks\n", mp.tp, cfg.model.n_head, mp.tp);
+      return 2;
+    }
+    if (cfg.model.n_layer % mp.pp != 0) {
+      fmt::print(stderr, "train_gpt: --pp {} splits the blocks: n_layer {} does not divide into {} pipeline stages\n",
+                 mp.pp, cfg.model.n_layer, mp.pp);
+      return 2;
+    }
     // The model-parallel path trains on the CPU with its own grid; a flag it would not honour is refused by name.
     std::vector<std::string> refused;
     for (const char* name : {"--accumulation", "--time_budget", "--device", "--dtype", "--backend", "--eval_interval",
@@ -133,6 +147,38 @@ std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainC
                          "without evaluation or sampling)\n", fmt::join(refused, ", "), refused.size() == 1 ? "is" : "are");
       return 2;
     }
+  }
+  return std::nullopt;
+}
+
+// Model parallelism needs tp x pp x cp ranks per model replica and a whole number of replicas.
+// Without a launcher there is one rank: prints the command that starts them (ringgrad-run
+// beside this program as it was called). Returns 2 when the world cannot hold the grid.
+std::optional<int> refuse_grid_without_ranks(const ModelParallelOptions& mp, int argc, char** argv) {
+  const int model_ranks = mp.tp * mp.pp * mp.cp;
+  if (model_ranks == 1) return std::nullopt;
+  if (!transport::Config::launched()) {
+    std::vector<std::string> split;
+    for (const auto& [name, ranks] : {std::pair{"--tp", mp.tp}, {"--pp", mp.pp}, {"--cp", mp.cp}})
+      if (ranks > 1) split.push_back(fmt::format("{} {}", name, ranks));
+    const std::string program = argv[0];
+    const std::size_t slash = program.rfind('/');
+    const std::string launcher = (slash == std::string::npos ? "" : program.substr(0, slash + 1)) + "ringgrad-run";
+    fmt::print(stderr, "train_gpt: {} needs {} ranks (tp x pp x cp); start it with {} --nproc-per-node {} {}\n",
+               fmt::join(split, " "), model_ranks, launcher, model_ranks, fmt::join(argv, argv + argc, " "));
+    return 2;
+  }
+  int world_size = 1;
+  try {
+    world_size = transport::Config::from_env().world_size;
+  } catch (const transport::TransportError& e) {  // a launcher's variable that is not a number
+    fmt::print(stderr, "train_gpt: {}\n", e.what());
+    return 2;
+  }
+  if (world_size % model_ranks != 0) {
+    fmt::print(stderr, "train_gpt: --tp {} x --pp {} x --cp {} = {} ranks per model replica does not divide the {} "
+                       "ranks\n", mp.tp, mp.pp, mp.cp, model_ranks, world_size);
+    return 2;
   }
   return std::nullopt;
 }
@@ -226,6 +272,7 @@ std::optional<int> parse_options(int argc, char** argv, nn::TrainConfig& cfg, Op
       return 2;
     }
   }
+  if (const auto status = refuse_grid_without_ranks(mp, argc, argv)) return status;
   if (const auto status = refuse_bad_combinations(app, cfg, opt)) return status;
   if (mp.tp * mp.pp * mp.cp > 1) {
     mp.strategy = dist.strategy;

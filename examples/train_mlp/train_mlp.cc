@@ -270,7 +270,7 @@ int main(int argc, char** argv) {
                  "Collectives on GPU tensors: ringgrad (CUDA IPC / staging) or nccl (default: RINGGRAD_BACKEND, else ringgrad)")
       ->check(CLI::IsMember({"ringgrad", "nccl"}));
   if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
-  for (const auto& [name, path] : {std::pair{"--out", opt.out_path}, {"--log", opt.log_path}}) {
+  for (const auto& [name, path] : {std::pair{"--out", opt.out_path}, {"--log", opt.log_path}, {"--trace", opt.trace_path}}) {
     if (const std::string why = path.empty() ? "" : ringgrad::cli::why_unwritable(path); !why.empty()) {
       fmt::print(stderr, "train_mlp: {} {}: {}\n", name, path, why);
       return 2;

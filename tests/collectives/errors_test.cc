@@ -231,7 +231,11 @@ void fail_after_finishing_a_collective(bool shared_memory, ShmLinkKind link) {
       comm.all_reduce(Buffer{&v, 1, DType::kFloat32}, Buffer{&v, 1, DType::kFloat32}, ReduceOp::SUM, Algo::kRing);
       check(false, fmt::format("rank {}: all_reduce #2 returned although rank 3 is dead", r));
     } catch (const transport::TransportError& e) {
-      check(std::string(e.what()).find("all_reduce #2") != std::string::npos, e.what());
+      const std::string what = e.what();
+      check(what.find("all_reduce #2") != std::string::npos, what);
+      // The runner names the call and the rank; the transport's own "rank r: " is not repeated.
+      const std::string mine = fmt::format("rank {}: ", r);
+      check(what.find(mine) == what.rfind(mine), fmt::format("rank {} named twice: {}", r, what));
     }
   }, options);
   INFO(describe(results));

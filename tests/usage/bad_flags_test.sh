@@ -3,7 +3,8 @@
 # model sizes below 1 (a negative one once crashed in the allocator), probabilities outside
 # [0, 1), NaN and infinite rates, output paths that cannot be written, --save_every without
 # --out, a --resume checkpoint or a --data file that is not there; and a run that trains nothing
-# leaves the checkpoint at --out as it was. The numbered examples end a failed rendezvous with one
+# leaves the checkpoint at --out as it was. A mistyped flag gets the closest known one ('-' and '_'
+# alike). --tp/--pp/--cp without a launcher, or with a model they cannot split, are refused once. The numbered examples end a failed rendezvous with one
 # line and status 1, not an abort.
 # Usage: bad_flags_test.sh BIN_DIR
 set -eu
@@ -35,12 +36,26 @@ expect_usage "--temperature: inf is not a number > 0" "$bin/train_gpt" $quick --
 expect_usage "--save_every 1 writes the checkpoint named by --out" "$bin/train_gpt" $quick --save_every 1
 expect_usage "--log $dir/no/log.jsonl: there is no directory $dir/no" "$bin/train_gpt" $quick --log "$dir/no/log.jsonl"
 expect_usage "--out $dir: is a directory, not a file" "$bin/train_gpt" $quick --out "$dir"
+expect_usage "--trace $dir/no/t.json: there is no directory $dir/no" "$bin/train_gpt" $quick --trace "$dir/no/t.json"
+! grep -q "^GPT " "$dir/out.txt" || fail "--trace was refused after the model was built: $(cat "$dir/out.txt")"
 expect_usage "--resume $dir/none.safetensors: no such file" "$bin/train_gpt" $quick --resume "$dir/none.safetensors"
 expect_usage "--resume $dir: is a directory, not a file" "$bin/train_gpt" $quick --resume "$dir"
 expect_usage "/dev/null: not a regular file" "$bin/train_gpt" --data /dev/null --config tiny --max_iters 2
 expect_usage "--lr: nan is not a number >= 0" "$bin/train_mlp" --lr nan
 expect_usage "--batch-size: 0 is not a whole number >= 1" "$bin/train_mlp" --batch-size 0
 expect_usage "--out $dir/no/mlp.safetensors: there is no directory" "$bin/train_mlp" --out "$dir/no/mlp.safetensors"
+expect_usage "--trace $dir/no/t.json: there is no directory" "$bin/train_mlp" --trace "$dir/no/t.json"
+expect_usage "--max-iter: did you mean --max_iters?" "$bin/train_gpt" $quick --max-iter 5
+expect_usage "--batch_size: did you mean --batch-size?" "$bin/train_mlp" --batch_size 4
+# Model parallelism without a launcher says how to start its ranks; a split the model cannot take
+# is refused once, before any rank starts work.
+expect_usage "--tp 2 --pp 2 needs 4 ranks (tp x pp x cp); start it with $bin/ringgrad-run --nproc-per-node 4 $bin/train_gpt" \
+  env -u RANK -u OMPI_COMM_WORLD_RANK -u SLURM_PROCID "$bin/train_gpt" $quick --tp 2 --pp 2
+expect_usage "--tp 3 splits the attention heads: n_head 4 does not divide into 3 tensor-parallel ranks" \
+  "$bin/ringgrad-run" --nproc-per-node 3 "$bin/train_gpt" $quick --n_head 4 --tp 3
+[ "$(grep -c "n_head 4 does not divide" "$dir/out.txt")" -eq 1 ] || fail "the n_head refusal is not said once: $(cat "$dir/out.txt")"
+expect_usage "--pp 2 splits the blocks: n_layer 3 does not divide into 2 pipeline stages" \
+  "$bin/ringgrad-run" --nproc-per-node 2 "$bin/train_gpt" $quick --n_layer 3 --pp 2
 echo "bad flags: exit 2, named"
 
 # A run that trains no step writes nothing over --out (it used to save its iteration-0 model).

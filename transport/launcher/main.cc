@@ -18,6 +18,7 @@
 
 #include "cli/numbers.h"
 #include "cli/parse.h"
+#include "cli/suggest.h"
 #include "transport/cpus.h"
 #include "transport/launcher/supervisor.h"
 
@@ -76,9 +77,12 @@ int main(int argc, char** argv) {
     if (command.empty()) throw std::runtime_error("no program to run");
     // CLI11 ends the options at the first argument it does not know: a mistyped option would
     // be started as the program on every rank.
-    if (!separated && command.front().starts_with("-"))
+    if (!separated && command.front().starts_with("-")) {
+      const std::string meant = ringgrad::cli::closest_flag(app, command.front());
       throw std::runtime_error(fmt::format("unknown option {} (the program follows the options; put -- before a "
-                                           "program whose name begins with -)", command.front()));
+                                           "program whose name begins with -){}", command.front(),
+                                           meant.empty() ? "" : fmt::format("; did you mean {}?", meant)));
+    }
     if (master_addr.empty()) throw std::runtime_error("--master-addr is empty: give node 0's address");
     // Checked here, not by CLI11's Range: a NaN passes every comparison, and a huge value
     // overflowed the milliseconds into a negative grace (SIGKILL at once).

@@ -117,8 +117,8 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
     exit_code = code;
     const bool others = std::any_of(children.begin(), children.end(), [](const Child& c) { return !c.exited; });
     if (others)
-      write_all(2, fmt::format("ringgrad-run: {}; stopping the other ranks (SIGTERM, SIGKILL after {} s)\n", why,
-                               std::chrono::duration<double>(grace).count()));
+      write_all(2, fmt::format("ringgrad-run: {}; stopping the {}ranks (SIGTERM, SIGKILL after {} s)\n", why,
+                               failure ? "other " : "", std::chrono::duration<double>(grace).count()));
     else
       write_all(2, fmt::format("ringgrad-run: {}\n", why));
     bool asked = false;
@@ -170,9 +170,11 @@ int supervise(const std::vector<std::string>& command, const std::vector<RankSpe
         killed = true;
         continue;
       }
-      if (info.ssi_signo != SIGCHLD) {
-        begin_stop(fmt::format("received signal {} (SIG{})", info.ssi_signo, ::sigabbrev_np(static_cast<int>(info.ssi_signo))),
-                   128 + static_cast<int>(info.ssi_signo), false);
+      if (info.ssi_signo != SIGCHLD) {  // no rank failed: the user (or the system) stops the job
+        const int signo = static_cast<int>(info.ssi_signo);
+        begin_stop(signo == SIGINT ? "interrupted by the user (SIGINT)"
+                                   : fmt::format("received signal {} (SIG{})", signo, ::sigabbrev_np(signo)),
+                   128 + signo, false);
         continue;
       }
       for (Child& c : children) {

@@ -18,8 +18,7 @@ namespace {
 
 // One process when no launcher set the environment: world size 1, nothing to rendezvous with.
 transport::Config config_from_env() {
-  const bool launched = std::getenv("RANK") || std::getenv("OMPI_COMM_WORLD_RANK") || std::getenv("SLURM_PROCID");
-  return launched ? transport::Config::from_env() : transport::Config{};
+  return transport::Config::launched() ? transport::Config::from_env() : transport::Config{};
 }
 
 collectives::CommOptions options_with(std::string_view backend) {
