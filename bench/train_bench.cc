@@ -54,7 +54,7 @@ nn::data::CharDataset corpus(const std::string& path) {
 }
 
 struct Options {
-  std::string preset = "baby", data_path = "../shared/data/tinyshakespeare.txt", device_name = "cpu", dtype = "fp32";
+  std::string preset = "baby", data_path = "data/tinyshakespeare.txt", device_name = "cpu", dtype = "fp32";
   int iters = 100, warmup = 10, threads = 1;
   bool trace_cost = false;
 };

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Installs what is missing, builds what it runs, and trains across 2 local processes on real
 # data: the MLP on Fashion-MNIST, then a short GPT run on Tiny Shakespeare.
-#   scripts/demo.sh [TINYSHAKESPEARE_TXT]    (default ../shared/data/tinyshakespeare.txt)
+#   scripts/demo.sh [TINYSHAKESPEARE_TXT]    (default data/tinyshakespeare.txt, in the repository)
 set -euo pipefail
 # A path given is taken from where the command was run; the default, from the checkout.
 if [ $# -gt 0 ]; then case $1 in /*) text=$1 ;; *) text=$PWD/$1 ;; esac; fi
 cd "$(dirname "$0")/.."
-text=${text:-../shared/data/tinyshakespeare.txt}
+text=${text:-data/tinyshakespeare.txt}
 if [ ! -f "$text" ]; then  # before anything is installed or built
   if [ -d "$text" ]; then echo "demo.sh: $text is a directory: pass the Tiny Shakespeare text file itself" >&2
   else echo "demo.sh: $text: no such file: pass the Tiny Shakespeare text file as the first argument" >&2; fi

@@ -8,11 +8,11 @@
 # leave (at most 300 s). Without a GPU it builds, says so, and exits 0
 # (1 when the build failed).
 #
-#   scripts/gpu_check.sh [TINYSHAKESPEARE_TXT]     (default ../shared/data/tinyshakespeare.txt)
+#   scripts/gpu_check.sh [TINYSHAKESPEARE_TXT]     (default data/tinyshakespeare.txt)
 #   BUILD_DIR=build OUT=/tmp/check GPU_CHECK_SECONDS=600 scripts/gpu_check.sh
 set -uo pipefail
 cd "$(dirname "$0")/.."
-data=${1:-../shared/data/tinyshakespeare.txt}
+data=${1:-data/tinyshakespeare.txt}
 out=${OUT:-gpu_check_out}
 total=${GPU_CHECK_SECONDS:-480}  # the whole check's budget
 build=${BUILD_DIR:-build-gpu}

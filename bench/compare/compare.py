@@ -326,7 +326,7 @@ def main():
     parser.add_argument("sections", nargs="*", help=f"what to compare: all (the default) or some of {', '.join(SECTIONS)}")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--build", default="build")
-    parser.add_argument("--data", default="../shared/data/tinyshakespeare.txt")
+    parser.add_argument("--data", default="data/tinyshakespeare.txt")
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--python", default="/usr/bin/python3", help="the Python that imports torch (Debian's)")
     parser.add_argument("--mpirun", default="mpirun", help="Open MPI's launcher")

@@ -21,9 +21,9 @@
 namespace ringgrad::examples {
 namespace {
 
-// The default corpus from any working directory: ../shared/data/ from there (the repository
-// root, as the README runs it), or beside the repository this binary was built in
-// (<repository>/build/bin/train_gpt). Throws, naming both places, when it is in neither.
+// The default corpus from any working directory: data/ from there (the repository root, as the
+// README runs it), or in the repository this binary was built in (<repository>/build/bin/train_gpt).
+// Throws, naming both places, when it is in neither.
 std::string find_default_data(const std::string& relative) {
   namespace fs = std::filesystem;
   if (fs::is_regular_file(relative)) return relative;
@@ -32,7 +32,7 @@ std::string find_default_data(const std::string& relative) {
   const fs::path found = fs::weakly_canonical(beside, ec);
   if (!ec && fs::is_regular_file(found)) return found.string();
   throw std::invalid_argument(fmt::format("no --data given, and the default {} is neither there (from {}) nor at {} "
-                                          "(beside the repository): pass --data PATH to the text file",
+                                          "(in the repository): pass --data PATH to the text file",
                                           relative, fs::current_path(ec).string(), ec ? beside.string() : found.string()));
 }
 

@@ -21,7 +21,7 @@ struct Placement {
 };
 
 struct Paths {
-  std::string data = "../shared/data/tinyshakespeare.txt";
+  std::string data = "data/tinyshakespeare.txt";
   std::string log, out, resume;
   std::int64_t save_every = 0;  // also write --out every this many iterations (0: at evaluations only)
   std::string trace = std::getenv("RINGGRAD_TRACE") ? std::getenv("RINGGRAD_TRACE") : "";  // a timeline

@@ -3,7 +3,7 @@
 // backward (gradients reduced across ranks by the chosen strategy), clipping and AdamW under a
 // warmup + cosine learning rate.
 //
-//   train_gpt --data ../shared/data/tinyshakespeare.txt --config baby --log run.jsonl --out ckpt.safetensors
+//   train_gpt --data data/tinyshakespeare.txt --config baby --log run.jsonl --out ckpt.safetensors
 //   train_gpt ... --resume ckpt.safetensors --max_iters 3000     # continue exactly where it stopped
 //   ringgrad-run --nproc-per-node 2 train_gpt --config baby --strategy ddp
 //   train_gpt --config baby --time_budget 60    # as good as it gets in 60 s of training

@@ -1,7 +1,7 @@
 #!/bin/sh
 # What a new user meets first, each checked: the numbered examples started without the launcher
 # say how to start them (exit 2); train_gpt finds its default text from any working directory
-# (beside the repository it was built in), or names where it looked; a directory given as the
+# (in the repository it was built in), or names where it looked; a directory given as the
 # text says so; demo.sh with a missing or wrong file stops at once, non-zero; a configuration
 # error every rank finds is printed once under ringgrad-run; a --trace path that cannot be
 # written is refused before training.
@@ -24,20 +24,20 @@ done
 echo "examples alone: exit 2 with the command to run"
 
 # 2. The default text from elsewhere: a copy of the binary in <tree>/repo/build/bin finds
-#    <tree>/shared/data/tinyshakespeare.txt wherever it is started; without it, names both places.
-mkdir -p "$dir/tree/repo/build/bin" "$dir/tree/shared/data" "$dir/elsewhere"
+#    <tree>/repo/data/tinyshakespeare.txt wherever it is started; without it, names both places.
+mkdir -p "$dir/tree/repo/build/bin" "$dir/tree/repo/data" "$dir/elsewhere"
 cp "$bin/train_gpt" "$dir/tree/repo/build/bin/"
-cp "$dir/text.txt" "$dir/tree/shared/data/tinyshakespeare.txt"
+cp "$dir/text.txt" "$dir/tree/repo/data/tinyshakespeare.txt"
 quick="--config tiny --max_iters 1 --eval_interval 1000 --eval_iters 1 --sample_tokens 0"
 (cd "$dir/elsewhere" && "$dir/tree/repo/build/bin/train_gpt" $quick > "$dir/out.txt" 2>&1) || fail "default text not found: $(cat "$dir/out.txt")"
-rm "$dir/tree/shared/data/tinyshakespeare.txt"
+rm "$dir/tree/repo/data/tinyshakespeare.txt"
 status=0
 (cd "$dir/elsewhere" && "$dir/tree/repo/build/bin/train_gpt" $quick > "$dir/out.txt" 2>&1) || status=$?
 [ $status -eq 2 ] || fail "no default text: exit $status"
 grep -q "from $dir/elsewhere" "$dir/out.txt" || fail "the message does not name the working directory: $(cat "$dir/out.txt")"
-grep -q "tree/shared/data/tinyshakespeare.txt (beside the repository)" "$dir/out.txt" || fail "$(cat "$dir/out.txt")"
+grep -q "tree/repo/data/tinyshakespeare.txt (in the repository)" "$dir/out.txt" || fail "$(cat "$dir/out.txt")"
 grep -q "pass --data PATH" "$dir/out.txt" || fail "$(cat "$dir/out.txt")"
-echo "default text: found beside the repository from another directory; named when missing"
+echo "default text: found in the repository from another directory; named when missing"
 
 # 3. A directory as the text.
 status=0
