@@ -10,13 +10,10 @@ cd "$(dirname "$0")/.."
 /usr/bin/python3 bench/compare/compare.py --args-only "$@"  # a wrong argument stops here, before any install or build
 # The peers' packages too (install_deps.sh names whatever it installs).
 scripts/install_deps.sh python3-torch libgloo-dev openmpi-bin libopenmpi-dev
-cuda=$(scripts/cuda_setting.sh)
-echo "== configuring build/ (MPI and gloo found now; CUDA $cuda), building the programs compared"
 # Forget an earlier configure's "not found" for the peers' libraries, so they are looked for again.
 if [ -f build/CMakeCache.txt ]; then
   sed -i '/^MPI_[A-Za-z_]*:.*NOTFOUND$/d; /^Gloo_DIR:.*NOTFOUND$/d' build/CMakeCache.txt
 fi
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DRINGGRAD_WERROR=ON -DRINGGRAD_CUDA="$cuda" >/dev/null
-cmake --build build -j "$(nproc)" --target ringgrad-run all_reduce_perf all_gather_perf reduce_scatter_perf \
-  broadcast_perf all_to_all_perf gloo_all_reduce_perf gemm_libraries train_gpt train_mlp
+scripts/build.sh ringgrad-run all_reduce_perf all_gather_perf reduce_scatter_perf broadcast_perf all_to_all_perf \
+  gloo_all_reduce_perf gemm_libraries train_gpt train_mlp
 exec /usr/bin/python3 bench/compare/compare.py --build build "$@"

@@ -13,11 +13,8 @@ if [ ! -f "$text" ]; then  # before anything is installed or built
   exit 2
 fi
 scripts/install_deps.sh
-# Only what the demo runs, and CUDA code only where a GPU answers (scripts/test.sh builds all).
-cuda=$(scripts/cuda_setting.sh)
-echo "== building ringgrad-run, train_mlp and train_gpt into build/ (Release, CUDA $cuda)"
-cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DRINGGRAD_WERROR=ON -DRINGGRAD_CUDA=$cuda >/dev/null
-cmake --build build -j "$(nproc)" --target ringgrad-run train_mlp train_gpt
+# Only what the demo runs, in the build the tests share (scripts/build.sh).
+scripts/build.sh ringgrad-run train_mlp train_gpt
 run="build/bin/ringgrad-run --nproc-per-node 2"
 
 echo "== MLP 784-256-10 on Fashion-MNIST, 2 processes, DDP (global batch 64 = 2 x 32)"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the Debian packages ringgrad needs, and those named as arguments (scripts/compare.sh's
 # peers), skipping those already present. Needs root or sudo only when something is missing.
+# Prints one line with its time; apt's output goes to build/logs/install.log.
 #   scripts/install_deps.sh [PACKAGE ...]
 set -euo pipefail
 
@@ -19,9 +20,17 @@ for p in "${packages[@]}"; do
 done
 [ ${#missing[@]} -eq 0 ] && exit 0
 
-echo "Installing missing packages: ${missing[*]}"
+cd "$(dirname "$0")/.."
+mkdir -p build/logs
+log=build/logs/install.log
+printf 'installing %d packages (%s)... ' "${#missing[@]}" "${missing[*]}"
+start=$SECONDS
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if ! { $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"; } > "$log" 2>&1; then
+  echo "FAILED after $((SECONDS - start)) s; the last lines of $log:"
+  tail -20 "$log"
+  exit 1
+fi
+echo "$((SECONDS - start)) s"

@@ -3,7 +3,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install_deps.sh
-scripts/build.sh -DRINGGRAD_CUDA=AUTO  # CUDA code wherever nvcc is (demo.sh may have turned it off)
+scripts/build.sh
 # Multi-process tests start several ranks each; two tests at a time keep a 2-core machine busy
 # without starving any rank past its timeout.
 ctest --test-dir build --output-on-failure -j 2 --timeout 600
