@@ -78,9 +78,8 @@ Algo CostModel::choose(CollKind kind, std::size_t n, int p, int hosts) const {
   Algo best = Algo::kRing;
   double best_t = std::numeric_limits<double>::infinity();
   for (Algo a : kAllAlgos) {
-    if (!has_algo(kind, a)) continue;
     const double t = predict(kind, a, n, p, hosts);
-    if (t < best_t) best = a, best_t = t;
+    if (t < best_t && has_algo(kind, a)) best = a, best_t = t;
   }
   return best;
 }
