@@ -95,7 +95,10 @@ verdict() {
 }
 # row STEP [RESULT] [OUTPUT]: the step's line of the table, after run.
 # A '|' in a result (Catch2's summary has them) is escaped, not read as a column's end.
-row() { local result=${2:-}; printf '| %s | %s | %s | %s | %s |\n' "$1" "$(verdict)" "$took" "${result//|/\\|}" "${3:+\`$3\`}" >>"$summary"; }
+row() {
+  local result=${2:-}
+  printf '| %s | %s | %s | %s | %s |\n' "$1" "$(verdict)" "$took" "${result//|/\\|}" "${3:+\`$3\`}" >>"$summary"
+}
 skip_row() { printf '| %s | NOT RUN: %s | 0 | | |\n' "$1" "$2" >>"$summary"; }
 
 # What the outputs say. json FILE KEY_REGEX: the last number under a key matching KEY_REGEX in the
@@ -120,7 +123,12 @@ training_result() {
     if (p != "") printf ", peak %.0f MiB", p }'
 }
 # shellcheck disable=SC2317  # called by the EXIT trap
-finish() { note ""; note "Total: $((SECONDS - start)) s of the $total s budget; $( ((status == 0)) && echo 'every step that ran passed' || echo 'SOME STEPS FAILED')."; }
+finish() {
+  local verdict='every step that ran passed'
+  ((status == 0)) || verdict='SOME STEPS FAILED'
+  note ""
+  note "Total: $((SECONDS - start)) s of the $total s budget; $verdict."
+}
 trap finish EXIT
 
 echo "# GPU check, $(date -u '+%Y-%m-%d %H:%M UTC')" >"$summary"
@@ -276,7 +284,7 @@ if has_phase long; then
       "$(left) s left fit $iters iterations at ${mine:-?} + ${theirs:-?} ms a step"
   else
     ((iters < long_iters)) &&
-      note "| *the time left fits $iters of the $long_iters iterations; the learning rate follows the $long_iters-iteration schedule* | | | | |"
+      note "| *the time left fits $iters of the $long_iters iterations (the schedule stays the full run's)* | | | | |"
     train_gpt long_train_gpt "$limit_mine" "$iters" 200
     torch_ready "torch_gpt.py" && torch_gpt long_torch "$limit_theirs" "$iters" 200 "${long_flags[@]}"
   fi

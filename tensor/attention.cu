@@ -2,10 +2,15 @@
 // and v are copied out of the fused projection qkv [B, T, 3C] into the heads layout
 // [3, B, H, T, hs] (attention_heads.h), where each product is one strided-batched cuBLAS call
 // over all B H heads; the causal softmax and its backward are row kernels, one warp per row of T
-// scores (cuda_rows.h); the output is copied back to [B, T, C].
+// scores (cuda_rows.h); the output is copied back to [B, T, C]. In memory:
 //
-// Per layer: forward 2 GEMM calls and 3 other kernels, backward 4 GEMM calls and 4 other
-// kernels, whatever B. The copies read and write qkv once forward, qkv, dy and dqkv once
+//   qkv    [B, T, 3C]        q, k, v side by side in a row; head h at channels [h hs, h hs + hs)
+//   heads  [3, B, H, T, hs]  q, k or v of pair i = b H + h: one contiguous T x hs block
+//   att    [B, H, T, T]      P of pair i at i T^2, zero above the diagonal; saved for backward
+//   y      [B, T, C]         the heads side by side, as in qkv
+//
+// Per layer: forward 2 GEMM calls and 3 other kernels (4 in bf16), backward 4 GEMM calls and 4
+// other kernels (6 in bf16), whatever B. The copies read and write qkv once forward, qkv, dy and dqkv once
 // backward, less than the [B, H, T, T] scores cost: written by a GEMM, read and written by the
 // softmax, read by a GEMM, forward and backward (100 MB a layer in float32 for shakespeare-char,
 // B 64, H 6, T 256). At bf16 matmul precision the copy into the heads layout is also the
@@ -35,8 +40,10 @@ namespace {
 
 using ringgrad::cuda::DeviceArray;
 using ringgrad::cuda::first_row;
+using ringgrad::cuda::kThreads;
 using ringgrad::cuda::kWarp;
 using ringgrad::cuda::row_step;
+using ringgrad::cuda::stream;
 using ringgrad::cuda::warp_max;
 using ringgrad::cuda::warp_sum;
 
@@ -80,8 +87,7 @@ __global__ void causal_softmax_backward_kernel(T* ds, const T* att, std::int64_t
 
 template <typename Kernel, typename... Args>
 void launch_rows(int device, std::int64_t rows, Kernel kernel, Args... args) {
-  kernel<<<ringgrad::cuda::blocks_for_rows(rows), ringgrad::cuda::kThreads, 0, ringgrad::cuda::stream(device)>>>(
-      args...);
+  kernel<<<ringgrad::cuda::blocks_for_rows(rows), kThreads, 0, stream(device)>>>(args...);
   RINGGRAD_CUDA_CHECK(cudaGetLastError());
 }
 
@@ -123,16 +129,16 @@ template <typename In, typename T>
 DeviceArray<In> to_heads(int device, const AttentionDims& d, std::int64_t parts, const T* tokens) {
   const std::int64_t blocks = parts * d.b * d.h;
   DeviceArray<In> heads(blocks * d.t * d.hs, device);
-  to_heads_kernel<In, T><<<static_cast<unsigned>(blocks), ringgrad::cuda::kThreads, 0, ringgrad::cuda::stream(device)>>>(
-      tokens, heads.data(), d, parts);
+  const auto grid = static_cast<unsigned>(blocks);
+  to_heads_kernel<In, T><<<grid, kThreads, 0, stream(device)>>>(tokens, heads.data(), d, parts);
   RINGGRAD_CUDA_CHECK(cudaGetLastError());
   return heads;
 }
 template <typename T>
 void from_heads(int device, const AttentionDims& d, std::int64_t parts, const T* heads, T* tokens) {
   const std::int64_t blocks = parts * d.b * d.h;
-  from_heads_kernel<T><<<static_cast<unsigned>(blocks), ringgrad::cuda::kThreads, 0, ringgrad::cuda::stream(device)>>>(
-      heads, tokens, d, parts);
+  const auto grid = static_cast<unsigned>(blocks);
+  from_heads_kernel<T><<<grid, kThreads, 0, stream(device)>>>(heads, tokens, d, parts);
   RINGGRAD_CUDA_CHECK(cudaGetLastError());
 }
 

@@ -221,11 +221,14 @@ def train(rank, args):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", required=True, help="the text file (tinyshakespeare.txt)")
-    parser.add_argument("--config_json", help="the line `train_gpt --print_config ...` prints (default: the baby recipe)")
-    parser.add_argument("--batch_size", type=int, help="sequences per rank and step (default: the config's over the ranks)")
+    parser.add_argument("--config_json",
+                        help="the line `train_gpt --print_config ...` prints (default: the baby recipe)")
+    parser.add_argument("--batch_size", type=int,
+                        help="sequences per rank and step (default: the config's over the ranks)")
     parser.add_argument("--steps", type=int, default=40, help="timed steps")
     parser.add_argument("--warmup_steps", type=int, default=5, help="untimed steps first")
-    parser.add_argument("--time_budget", type=float, default=0, help="stop once the steps took this many seconds (0: no limit)")
+    parser.add_argument("--time_budget", type=float, default=0,
+                        help="stop once the steps took this many seconds (0: no limit)")
     parser.add_argument("--eval_iters", type=int, default=0, help="batches per loss estimate at the end (0: none)")
     parser.add_argument("--log_interval", type=int, default=0, help="iterations between progress lines (0: none)")
     parser.add_argument("--seed", type=int, help="seed of the weights and batches (default: the config's)")
