@@ -37,7 +37,7 @@ std::string escaped(const std::string& text) {
   return out;
 }
 
-// The axis' tick spacing for a window of `span_ms`: the 1, 2 or 5 x 10^k ms that gives 4 to 8
+// The axis' tick spacing for a window of `span_ms`: the 1, 2 or 5 x 10^k ms that gives 3 to 8
 // intervals across it (a step below 1 ms is printed with its own decimals).
 double tick_step_ms(double span_ms) {
   const double raw = span_ms / 8, power = std::pow(10.0, std::floor(std::log10(raw))), fraction = raw / power;
