@@ -307,7 +307,9 @@ int run(CollKind kind, const Options& o, const Sweep& sweep, Communicator& comm,
                comm.options().check_args ? "on (RINGGRAD_CHECK=0 turns it off)" : "off");
     fmt::print("# memory: {}, backend {}\n", device == collectives::kHost ? "host" : fmt::format("cuda:{} (rank 0)", device),
                o.backend);
-    fmt::print("# cost model ({})\n#\n", model_line);
+    fmt::print("# cost model ({})\n", model_line);
+    fmt::print("# model: its time for the row's algorithm; auto runs the lowest, one-shot up to {} KiB only\n#\n",
+               collectives::kOneShotMaxBytes >> 10);
     fmt::print("# {:>94}{:>36}\n", "out-of-place", "in-place");
     fmt::print("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>8} {:>7} {:>7} {:>6} {:>8} {:>7} {:>7} {:>6} {:>8}  {}\n", "size",
                "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong",
