@@ -59,6 +59,9 @@ for i in $(seq 0 $((hosts - 1))); do
 done
 
 port=$((29000 + $$ % 1000))
+# One secret for the hosts' launchers to share: a job of several nodes carries it (docs/transport.md).
+RINGGRAD_JOB_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+export RINGGRAD_JOB_TOKEN
 echo "# emulated cluster: $hosts hosts x $ranks ranks, links $shaping; $(nproc) CPUs for all $((hosts * ranks)) ranks"
 for i in $(seq 1 $((hosts - 1))); do
   ip netns exec "${prefix}h$i" "$build/bin/ringgrad-run" --nnodes "$hosts" --node-rank "$i" --nproc-per-node "$ranks" \

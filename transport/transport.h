@@ -18,6 +18,8 @@
 
 namespace ringgrad::transport {
 
+class StoreServer;
+
 namespace detail {
 struct Op;
 class Engine;
@@ -51,10 +53,14 @@ class Transport {
  public:
   /// Joins the job: rank 0 serves the Store at master_addr:master_port; every rank listens on
   /// an ephemeral port of bind_addr, publishes it, and connects to the lower ranks while
-  /// accepting the higher ones. Returns when this rank is connected to every peer.
-  /// Throws TransportError on an invalid config or when the mesh is not complete within
-  /// config.timeout.
+  /// accepting the higher ones; every connection carries config.job_token. Returns when this
+  /// rank is connected to every peer. Throws TransportError on an invalid config (no
+  /// master_port in a job of several ranks; no job token in a job that is not loopback_only())
+  /// or when the mesh is not complete within config.timeout.
   explicit Transport(const Config& config);
+  /// The same, on rank 0, with its store already serving at config.master_port: for a job
+  /// whose ranks learn the port after rank 0 has bound it (collectives/backends/mpi_backend.h).
+  Transport(const Config& config, std::unique_ptr<StoreServer> server);
   ~Transport();
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;
