@@ -181,13 +181,29 @@ bool is_loopback(const std::string& host) {
   return true;
 }
 
+namespace {
+
+// "host:port" of a socket address filled in by getpeername or getsockname.
+std::string name_of(const sockaddr_storage& addr) {
+  uint16_t port = addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port)
+                                             : ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port);
+  return fmt::format("{}:{}", address_text(reinterpret_cast<const sockaddr*>(&addr)), port);
+}
+
+}  // namespace
+
 std::string peer_name(int fd) {
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
   if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "?";
-  uint16_t port = addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
-                                             : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
-  return fmt::format("{}:{}", address_text(reinterpret_cast<const sockaddr*>(&addr)), port);
+  return name_of(addr);
+}
+
+std::string local_name(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "?";
+  return name_of(addr);
 }
 
 }  // namespace ringgrad::transport::net

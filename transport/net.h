@@ -56,5 +56,7 @@ std::string local_address_towards(const std::string& host, uint16_t port);
 bool is_loopback(const std::string& host);
 /// "host:port" of the peer of a connected socket, for log lines.
 std::string peer_name(int fd);
+/// "host:port" of this end of a connected socket: how the peer's log names it.
+std::string local_name(int fd);
 
 }  // namespace ringgrad::transport::net

@@ -121,16 +121,7 @@ std::vector<std::string> knock_on_the_job(const transport::Config& config, trans
   std::vector<std::string> from;
   const auto open = [&](const std::string& host, uint16_t port) {
     net::Fd fd = net::connect(host, port, deadline, "knock");
-    sockaddr_storage local{};
-    socklen_t len = sizeof local;
-    ::getsockname(fd.get(), reinterpret_cast<sockaddr*>(&local), &len);
-    char text[INET6_ADDRSTRLEN] = "?";
-    const bool v4 = local.ss_family == AF_INET;
-    const void* address = v4 ? static_cast<const void*>(&reinterpret_cast<sockaddr_in*>(&local)->sin_addr)
-                             : static_cast<const void*>(&reinterpret_cast<sockaddr_in6*>(&local)->sin6_addr);
-    ::inet_ntop(local.ss_family, address, text, sizeof text);
-    from.push_back(fmt::format("{}:{}", text, ntohs(v4 ? reinterpret_cast<sockaddr_in*>(&local)->sin_port
-                                                       : reinterpret_cast<sockaddr_in6*>(&local)->sin6_port)));
+    from.push_back(net::local_name(fd.get()));
     return fd;
   };
   // Sends bytes and reads until the other side closes: refused (an answer, then closed) or dropped.

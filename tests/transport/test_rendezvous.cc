@@ -49,22 +49,12 @@ net::Fd connect_to(const std::string& address, net::Clock::time_point deadline) 
   return net::connect(address.substr(0, colon), static_cast<uint16_t>(std::stoi(address.substr(colon + 1))), deadline, "knock");
 }
 
-// "address:port" of this end of a connected socket: how the listener's log names the knocker.
-std::string local_name(int fd) {
-  sockaddr_in addr{};
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  char text[INET_ADDRSTRLEN] = "?";
-  ::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof text);
-  return fmt::format("{}:{}", text, ntohs(addr.sin_port));
-}
-
 // Sends raw bytes to the listener at "host:port" and returns the refusal reason it answers
 // with ("" if it accepted or closed without one); `from` gets the address it knocked from.
 std::string knock(const std::string& address, const std::vector<std::byte>& bytes, std::string* from = nullptr) {
   const auto deadline = net::Clock::now() + 10s;
   net::Fd fd = connect_to(address, deadline);
-  if (from != nullptr) *from = local_name(fd.get());
+  if (from != nullptr) *from = net::local_name(fd.get());
   net::write_all(fd.get(), bytes, deadline, "knock");
   std::array<std::byte, wire::kReplyFixedBytes> fixed{};
   try {

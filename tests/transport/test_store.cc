@@ -103,16 +103,6 @@ class CapturedStderr {
   int saved_ = -1;
 };
 
-// "address:port" of this end of a connected socket: how the server's log names the client.
-std::string local_name(int fd) {
-  sockaddr_in addr{};
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  char text[INET_ADDRSTRLEN] = "?";
-  ::inet_ntop(AF_INET, &addr.sin_addr, text, sizeof text);
-  return fmt::format("{}:{}", text, ntohs(addr.sin_port));
-}
-
 }  // namespace
 
 TEST_CASE("store: get waits for set and add is atomic across processes and wait sees every key") {
@@ -197,7 +187,7 @@ TEST_CASE("store: a client without the token, of another job, silent or malforme
     net::write_all(fd.get(), hello("secreT"), deadline, "hello with a wrong token");
     net::read_exact(fd.get(), response, deadline, "refusal");
     CHECK(proto::decode_response_header(response).status == proto::Status::refused);
-    CHECK(contains(log.text(), fmt::format("refused a client at {} (calling itself rank 2): wrong job token", local_name(fd.get()))));
+    CHECK(contains(log.text(), fmt::format("refused a client at {} (calling itself rank 2): wrong job token", net::local_name(fd.get()))));
   }
   // Silent, or silent after part of a hello: dropped when the hello timeout passes.
   const std::vector<std::byte> good_hello = hello("secret");
@@ -205,7 +195,7 @@ TEST_CASE("store: a client without the token, of another job, silent or malforme
     net::Fd fd = net::connect("127.0.0.1", server.port(), deadline, "test client");
     net::write_all(fd.get(), std::span(good_hello).first(sent), deadline, "part of a hello");
     CHECK_THROWS_AS(net::read_exact(fd.get(), response, deadline, "silence"), TransportError);  // closed
-    CHECK(contains(log.text(), fmt::format("closed the connection from {}: no hello within 0.5 s", local_name(fd.get()))));
+    CHECK(contains(log.text(), fmt::format("closed the connection from {}: no hello within 0.5 s", net::local_name(fd.get()))));
   }
   // Garbage instead of a hello, and a value over the bound after a good one: dropped before
   // anything is allocated.
@@ -222,7 +212,7 @@ TEST_CASE("store: a client without the token, of another job, silent or malforme
     }
     net::write_all(fd.get(), garbage, deadline, "garbage");
     CHECK_THROWS_AS(net::read_exact(fd.get(), response, deadline, "after garbage"), TransportError);  // closed or reset
-    CHECK(contains(log.text(), fmt::format("closed the connection from {}: malformed store message", local_name(fd.get()))));
+    CHECK(contains(log.text(), fmt::format("closed the connection from {}: malformed store message", net::local_name(fd.get()))));
   }
   // Before the hello, nothing else is served.
   {
