@@ -23,7 +23,7 @@ namespace detail {
 
 class Engine {
  public:
-  explicit Engine(const Config& config);
+  Engine(const Config& config, std::unique_ptr<StoreServer> server);
   ~Engine();
 
   const Config& config() const { return config_; }
@@ -62,8 +62,9 @@ Config Engine::validated(Config config) {
   return config;
 }
 
-Engine::Engine(const Config& config) : config_(validated(config)) {
-  if (config_.rank == 0) {
+Engine::Engine(const Config& config, std::unique_ptr<StoreServer> server)
+    : config_(validated(config)), server_(std::move(server)) {
+  if (config_.rank == 0 && !server_) {
     try {
       server_ = std::make_unique<StoreServer>(config_.master_port, config_.job_id);
     } catch (const TransportError& e) {
@@ -178,7 +179,9 @@ detail::Op make_op(detail::Direction dir, const std::byte* data, size_t size, ui
 
 }  // namespace
 
-Transport::Transport(const Config& config) : engine_(std::make_unique<detail::Engine>(config)) {}
+Transport::Transport(const Config& config) : Transport(config, nullptr) {}
+Transport::Transport(const Config& config, std::unique_ptr<StoreServer> server)
+    : engine_(std::make_unique<detail::Engine>(config, std::move(server))) {}
 Transport::~Transport() = default;
 
 int Transport::rank() const { return engine_->config().rank; }

@@ -18,6 +18,8 @@
 
 namespace ringgrad::transport {
 
+class StoreServer;
+
 namespace detail {
 struct Op;
 class Engine;
@@ -55,6 +57,10 @@ class Transport {
   /// Throws TransportError on an invalid config or when the mesh is not complete within
   /// config.timeout.
   explicit Transport(const Config& config);
+  /// The same, where rank 0 passes the store's server already listening (on master_port): for a
+  /// caller that publishes the port elsewhere first, such as a torch process group that learns
+  /// it through torch's own store. The transport owns it from then on, as its own.
+  Transport(const Config& config, std::unique_ptr<StoreServer> server);
   ~Transport();
   Transport(const Transport&) = delete;
   Transport& operator=(const Transport&) = delete;

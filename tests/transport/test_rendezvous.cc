@@ -14,6 +14,7 @@
 #include <array>
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "tests/support/multiprocess.h"
 #include "transport/net.h"
 #include "transport/rendezvous.h"
+#include "transport/store_server.h"
 #include "transport/transport.h"
 #include "transport/wire.h"
 
@@ -61,6 +63,24 @@ std::string knock(const std::string& address, const std::vector<std::byte>& byte
 }
 
 }  // namespace
+
+TEST_CASE("rank 0 may hand the transport a store server it started itself") {
+  // As a torch process group does: it starts the server first, so it can publish the port.
+  const auto results = run_ranks(3, [](const Config& config) {
+    std::unique_ptr<ringgrad::transport::StoreServer> server;
+    if (config.rank == 0) server = std::make_unique<ringgrad::transport::StoreServer>(config.master_port, config.job_id);
+    Transport t(config, std::move(server));
+    std::array<std::byte, 1> byte{std::byte{7}};
+    const int next = (t.rank() + 1) % 3, prev = (t.rank() + 2) % 3;
+    auto sent = t.isend(next, byte, 1);
+    std::array<std::byte, 1> got{};
+    t.recv(prev, got, 1);
+    sent.wait();
+    check(got[0] == std::byte{7}, "the ring's byte");
+  });
+  INFO(describe(results));
+  for (const auto& r : results) CHECK(r.ok());
+}
 
 TEST_CASE("another job or a wrong rank or a malformed hello is refused and the job carries on") {
   auto results = run_ranks(2, [](const Config& config) {
