@@ -1,5 +1,7 @@
 // ProcessGroupRinggrad: the rendezvous through torch's store, then one method per c10d call,
 // each staging its tensors (tensors.h) and issuing one asynchronous Communicator call.
+#include <Python.h>  // first, as Python asks: the destructor lets go of the GIL
+
 #include "collectives/torch/process_group.h"
 
 #include <unistd.h>
@@ -41,17 +43,9 @@ std::string fresh_job_id() {
 // Rank 0's "host port job" under this key of torch's (per-group) store.
 constexpr const char* kStoreKey = "ringgrad/store";
 
-// Issues a call and wraps it: `issue` returns the ringgrad Work, `finish` runs after it.
-template <typename Issue>
-c10::intrusive_ptr<c10d::Work> run(int rank, OpType type, std::vector<at::Tensor> outputs, std::function<void()> finish,
-                                   Issue&& issue) {
-  auto work = c10::make_intrusive<TorchWork>(rank, type, std::move(outputs), std::move(finish));
-  work->start(issue());
-  return work;
-}
 
 // c10d passes one list of outputs (or inputs) per tensor of this process; ringgrad has one.
-std::vector<at::Tensor>& only_list(const std::string& what, std::vector<std::vector<at::Tensor>>& lists) {
+std::vector<at::Tensor>& only_list(const CallName& what, std::vector<std::vector<at::Tensor>>& lists) {
   TORCH_CHECK(lists.size() == 1, "ringgrad ", what, ": takes one tensor list per process (got ", lists.size(), ")");
   return lists.front();
 }
@@ -83,49 +77,64 @@ ProcessGroupRinggrad::ProcessGroupRinggrad(const c10::intrusive_ptr<c10d::Store>
   init();
 }
 
-ProcessGroupRinggrad::~ProcessGroupRinggrad() = default;
+ProcessGroupRinggrad::~ProcessGroupRinggrad() {
+  // Python may drop the last reference holding the GIL, while a Future's callback on one of the
+  // FutureThreads waits for it: the GIL is let go while the calls end and those threads join.
+  PyThreadState* python = Py_IsInitialized() && PyGILState_Check() ? PyEval_SaveThread() : nullptr;
+  comm_.reset();            // runs the queued calls to their end
+  future_threads_.reset();  // completes their Futures, joins
+  if (python != nullptr) PyEval_RestoreThread(python);
+}
 
-std::string ProcessGroupRinggrad::call(const char* op) const { return fmt::format("{} on rank {} of {}", op, rank_, size_); }
+template <typename Issue>
+c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::run(OpType type, std::vector<at::Tensor> outputs,
+                                                         std::vector<at::Tensor> buffers, std::function<void()> finish,
+                                                         Issue&& issue) {
+  auto work = c10::make_intrusive<TorchWork>(rank_, type, std::move(outputs), std::move(buffers), std::move(finish),
+                                             *future_threads_);
+  work->start(issue());
+  return work;
+}
 
 // --- One tensor in place -------------------------------------------------------------------
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::broadcast(std::vector<at::Tensor>& tensors,
                                                                const c10d::BroadcastOptions& opts) {
-  const std::string what = call("broadcast");
+  const CallName what{"broadcast", rank_, size_};
   const Staged t = stage(what, only(what, tensors));
   const Buffer b = moved(t.data);
-  return run(rank_, OpType::BROADCAST, {t.user}, [t] { t.copy_back(); },
+  return run(OpType::BROADCAST, {t.user}, {t.data}, [t] { t.copy_back(); },
              [&] { return comm_->broadcast_async(b, b, static_cast<int>(opts.rootRank)); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::allreduce(std::vector<at::Tensor>& tensors,
                                                                const c10d::AllreduceOptions& opts) {
-  const std::string what = call("allreduce");
+  const CallName what{"allreduce", rank_, size_};
   const Staged t = stage(what, only(what, tensors));
   const Reduction r = reduction(what, opts.reduceOp, t.data.scalar_type());
   const Buffer b = reduced(t.data, r);
-  return run(rank_, OpType::ALLREDUCE, {t.user}, [t] { t.copy_back(); },
+  return run(OpType::ALLREDUCE, {t.user}, {t.data}, [t] { t.copy_back(); },
              [&] { return comm_->all_reduce_async(b, b, r.op); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::allreduce_coalesced(std::vector<at::Tensor>& tensors,
                                                                          const c10d::AllreduceCoalescedOptions& opts) {
-  const std::string what = call("allreduce_coalesced");
+  const CallName what{"allreduce_coalesced", rank_, size_};
   TORCH_CHECK(!tensors.empty(), "ringgrad ", what, ": no tensors");
   const at::Tensor flat = flatten(what, tensors);
   const Reduction r = reduction(what, opts.reduceOp, flat.scalar_type());
   const Buffer b = reduced(flat, r);
-  return run(rank_, OpType::ALLREDUCE_COALESCED, tensors, [flat, tensors] { unflatten(flat, tensors); },
+  return run(OpType::ALLREDUCE_COALESCED, tensors, {flat}, [flat, tensors] { unflatten(flat, tensors); },
              [&] { return comm_->all_reduce_async(b, b, r.op); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::reduce(std::vector<at::Tensor>& tensors,
                                                             const c10d::ReduceOptions& opts) {
-  const std::string what = call("reduce");
+  const CallName what{"reduce", rank_, size_};
   const Staged t = stage(what, only(what, tensors));
   const Reduction r = reduction(what, opts.reduceOp, t.data.scalar_type());
   const Buffer b = reduced(t.data, r);
-  return run(rank_, OpType::REDUCE, {t.user}, [t] { t.copy_back(); },
+  return run(OpType::REDUCE, {t.user}, {t.data}, [t] { t.copy_back(); },
              [&] { return comm_->reduce_async(b, b, r.op, static_cast<int>(opts.rootRank)); });
 }
 
@@ -134,7 +143,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::reduce(std::vector<at::Tens
 c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::allgather(std::vector<std::vector<at::Tensor>>& outputs,
                                                                std::vector<at::Tensor>& inputs,
                                                                const c10d::AllgatherOptions&) {
-  const std::string what = call("allgather");
+  const CallName what{"allgather", rank_, size_};
   const Staged in = stage(what, only(what, inputs));
   std::vector<at::Tensor>& outs = only_list(what, outputs);
   TORCH_CHECK(outs.size() == static_cast<std::size_t>(size_), "ringgrad ", what, ": ", outs.size(),
@@ -142,22 +151,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::allgather(std::vector<std::
   check_like(what, "output", outs, in.user);
   for (const at::Tensor& o : outs) check_cpu(what, o);
   const at::Tensor flat = at::empty({size_ * in.data.numel()}, in.data.options());
-  return run(rank_, OpType::ALLGATHER, outs, [flat, outs] { unflatten(flat, outs); },
+  return run(OpType::ALLGATHER, outs, {in.data, flat}, [flat, outs] { unflatten(flat, outs); },
              [&] { return comm_->all_gather_async(moved(in.data), moved(flat)); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::_allgather_base(at::Tensor& output, at::Tensor& input,
                                                                      const c10d::AllgatherOptions&) {
-  const std::string what = call("_allgather_base");
+  const CallName what{"_allgather_base", rank_, size_};
   const Staged in = stage(what, input), out = stage(what, output);
-  return run(rank_, OpType::_ALLGATHER_BASE, {out.user}, [out] { out.copy_back(); },
+  return run(OpType::_ALLGATHER_BASE, {out.user}, {in.data, out.data}, [out] { out.copy_back(); },
              [&] { return comm_->all_gather_async(moved(in.data), moved(out.data)); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
                                                                          std::vector<at::Tensor>& inputs,
                                                                          const c10d::AllgatherOptions&) {
-  const std::string what = call("allgather_coalesced");
+  const CallName what{"allgather_coalesced", rank_, size_};
   TORCH_CHECK(!inputs.empty(), "ringgrad ", what, ": no input tensors");
   TORCH_CHECK(outputs.size() == static_cast<std::size_t>(size_), "ringgrad ", what, ": ", outputs.size(),
               " output lists; one per rank (", size_, ") expected");
@@ -173,19 +182,19 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::allgather_coalesced(std::ve
   };
   std::vector<at::Tensor> all;
   for (const auto& list : outputs) all.insert(all.end(), list.begin(), list.end());
-  return run(rank_, OpType::ALLGATHER_COALESCED, all, finish,
+  return run(OpType::ALLGATHER_COALESCED, all, {flat_in, flat_out}, finish,
              [&] { return comm_->all_gather_async(moved(flat_in), moved(flat_out)); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::gather(std::vector<std::vector<at::Tensor>>& outputs,
                                                             std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) {
-  const std::string what = call("gather");
+  const CallName what{"gather", rank_, size_};
   const int root = static_cast<int>(opts.rootRank);
   const Staged in = stage(what, only(what, inputs));
   if (rank_ != root) {
     TORCH_CHECK(outputs.empty(), "ringgrad ", what, ": only the root (rank ", root, ") takes output tensors");
     const Buffer none{nullptr, 0, moved(in.data).dtype};
-    return run(rank_, OpType::GATHER, {}, nullptr, [&] { return comm_->gather_async(moved(in.data), none, root); });
+    return run(OpType::GATHER, {}, {in.data}, nullptr, [&] { return comm_->gather_async(moved(in.data), none, root); });
   }
   std::vector<at::Tensor>& outs = only_list(what, outputs);
   TORCH_CHECK(outs.size() == static_cast<std::size_t>(size_), "ringgrad ", what, ": ", outs.size(),
@@ -193,7 +202,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::gather(std::vector<std::vec
   check_like(what, "output", outs, in.user);
   for (const at::Tensor& o : outs) check_cpu(what, o);
   const at::Tensor flat = at::empty({size_ * in.data.numel()}, in.data.options());
-  return run(rank_, OpType::GATHER, outs, [flat, outs] { unflatten(flat, outs); },
+  return run(OpType::GATHER, outs, {in.data, flat}, [flat, outs] { unflatten(flat, outs); },
              [&] { return comm_->gather_async(moved(in.data), moved(flat), root); });
 }
 
@@ -202,13 +211,13 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::gather(std::vector<std::vec
 c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::scatter(std::vector<at::Tensor>& outputs,
                                                              std::vector<std::vector<at::Tensor>>& inputs,
                                                              const c10d::ScatterOptions& opts) {
-  const std::string what = call("scatter");
+  const CallName what{"scatter", rank_, size_};
   const int root = static_cast<int>(opts.rootRank);
   const Staged out = stage(what, only(what, outputs));
   if (rank_ != root) {
     TORCH_CHECK(inputs.empty(), "ringgrad ", what, ": only the root (rank ", root, ") takes input tensors");
     const ConstBuffer none{nullptr, 0, moved(out.data).dtype};
-    return run(rank_, OpType::SCATTER, {out.user}, [out] { out.copy_back(); },
+    return run(OpType::SCATTER, {out.user}, {out.data}, [out] { out.copy_back(); },
                [&] { return comm_->scatter_async(none, moved(out.data), root); });
   }
   std::vector<at::Tensor>& ins = only_list(what, inputs);
@@ -216,14 +225,14 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::scatter(std::vector<at::Ten
               " input tensors; one per rank (", size_, ") expected");
   check_like(what, "input", ins, out.user);
   const at::Tensor flat = flatten(what, ins);
-  return run(rank_, OpType::SCATTER, {out.user}, [out] { out.copy_back(); },
+  return run(OpType::SCATTER, {out.user}, {flat, out.data}, [out] { out.copy_back(); },
              [&] { return comm_->scatter_async(moved(flat), moved(out.data), root); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::reduce_scatter(std::vector<at::Tensor>& outputs,
                                                                     std::vector<std::vector<at::Tensor>>& inputs,
                                                                     const c10d::ReduceScatterOptions& opts) {
-  const std::string what = call("reduce_scatter");
+  const CallName what{"reduce_scatter", rank_, size_};
   const Staged out = stage(what, only(what, outputs));
   std::vector<at::Tensor>& ins = only_list(what, inputs);
   TORCH_CHECK(ins.size() == static_cast<std::size_t>(size_), "ringgrad ", what, ": ", ins.size(),
@@ -231,16 +240,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::reduce_scatter(std::vector<
   check_like(what, "input", ins, out.user);
   const at::Tensor flat = flatten(what, ins);
   const Reduction r = reduction(what, opts.reduceOp, flat.scalar_type());
-  return run(rank_, OpType::REDUCE_SCATTER, {out.user}, [out] { out.copy_back(); },
+  return run(OpType::REDUCE_SCATTER, {out.user}, {flat, out.data}, [out] { out.copy_back(); },
              [&] { return comm_->reduce_scatter_async(reduced(flat, r), reduced(out.data, r), r.op); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
                                                                           const c10d::ReduceScatterOptions& opts) {
-  const std::string what = call("_reduce_scatter_base");
+  const CallName what{"_reduce_scatter_base", rank_, size_};
   const Staged in = stage(what, input), out = stage(what, output);
   const Reduction r = reduction(what, opts.reduceOp, in.data.scalar_type());
-  return run(rank_, OpType::_REDUCE_SCATTER_BASE, {out.user}, [out] { out.copy_back(); },
+  return run(OpType::_REDUCE_SCATTER_BASE, {out.user}, {in.data, out.data}, [out] { out.copy_back(); },
              [&] { return comm_->reduce_scatter_async(reduced(in.data, r), reduced(out.data, r), r.op); });
 }
 
@@ -250,10 +259,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::alltoall_base(at::Tensor& o
                                                                    std::vector<int64_t>& output_split_sizes,
                                                                    std::vector<int64_t>& input_split_sizes,
                                                                    const c10d::AllToAllOptions&) {
-  const std::string what = call("alltoall_base");
+  const CallName what{"alltoall_base", rank_, size_};
   const Staged in = stage(what, input), out = stage(what, output);
   if (output_split_sizes.empty() && input_split_sizes.empty())
-    return run(rank_, OpType::ALLTOALL_BASE, {out.user}, [out] { out.copy_back(); },
+    return run(OpType::ALLTOALL_BASE, {out.user}, {in.data, out.data}, [out] { out.copy_back(); },
                [&] { return comm_->all_to_all_async(moved(in.data), moved(out.data)); });
   // Split sizes count rows (slices along dim 0); ringgrad counts elements of the moved dtype.
   auto counts = [&](const at::Tensor& t, const std::vector<int64_t>& splits, const char* role) {
@@ -273,7 +282,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::alltoall_base(at::Tensor& o
   };
   const std::vector<std::size_t> send_counts = counts(in.data, input_split_sizes, "input");
   const std::vector<std::size_t> recv_counts = counts(out.data, output_split_sizes, "output");
-  return run(rank_, OpType::ALLTOALL_BASE, {out.user}, [out] { out.copy_back(); }, [&] {
+  return run(OpType::ALLTOALL_BASE, {out.user}, {in.data, out.data}, [out] { out.copy_back(); }, [&] {
     return comm_->all_to_all_v_async(moved(in.data), send_counts, moved(out.data), recv_counts);
   });
 }
@@ -281,7 +290,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::alltoall_base(at::Tensor& o
 c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::alltoall(std::vector<at::Tensor>& outputs,
                                                               std::vector<at::Tensor>& inputs,
                                                               const c10d::AllToAllOptions&) {
-  const std::string what = call("alltoall");
+  const CallName what{"alltoall", rank_, size_};
   TORCH_CHECK(inputs.size() == static_cast<std::size_t>(size_) && outputs.size() == inputs.size(), "ringgrad ", what,
               ": ", inputs.size(), " input and ", outputs.size(), " output tensors; one each per rank (", size_,
               ") expected");
@@ -298,7 +307,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::alltoall(std::vector<at::Te
     recv_total += outputs[q].numel();
   }
   const at::Tensor flat_out = at::empty({recv_total}, flat_in.options());
-  return run(rank_, OpType::ALLTOALL, outputs, [flat_out, outputs] { unflatten(flat_out, outputs); }, [&] {
+  return run(OpType::ALLTOALL, outputs, {flat_in, flat_out}, [flat_out, outputs] { unflatten(flat_out, outputs); }, [&] {
     return comm_->all_to_all_v_async(moved(flat_in), send_counts, moved(flat_out), recv_counts);
   });
 }
@@ -306,33 +315,35 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::alltoall(std::vector<at::Te
 // --- Point to point ------------------------------------------------------------------------------
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
-  const std::string what = call("send");
+  const CallName what{"send", rank_, size_};
   const Staged t = stage(what, only(what, tensors));
   const uint64_t wire_tag = static_cast<uint32_t>(tag);
   if (coalescing_) {
     batch_.push_back(collectives::P2POp::send(moved(t.data), dst));
     batch_tags_.push_back(wire_tag);
-    return batch_works_.emplace_back(c10::make_intrusive<TorchWork>(rank_, OpType::SEND, std::vector{t.user}, nullptr));
+    return batch_works_.emplace_back(
+        c10::make_intrusive<TorchWork>(rank_, OpType::SEND, std::vector{t.user}, std::vector{t.data}, nullptr, *future_threads_));
   }
-  return run(rank_, OpType::SEND, {t.user}, nullptr, [&] { return comm_->send_async(moved(t.data), dst, wire_tag); });
+  return run(OpType::SEND, {t.user}, {t.data}, nullptr, [&] { return comm_->send_async(moved(t.data), dst, wire_tag); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
-  const std::string what = call("recv");
+  const CallName what{"recv", rank_, size_};
   const Staged t = stage(what, only(what, tensors));
   const uint64_t wire_tag = static_cast<uint32_t>(tag);
   if (coalescing_) {
     batch_.push_back(collectives::P2POp::recv(moved(t.data), src));
     batch_tags_.push_back(wire_tag);
     return batch_works_.emplace_back(
-        c10::make_intrusive<TorchWork>(rank_, OpType::RECV, std::vector{t.user}, [t] { t.copy_back(); }));
+        c10::make_intrusive<TorchWork>(rank_, OpType::RECV, std::vector{t.user}, std::vector{t.data},
+                                       [t] { t.copy_back(); }, *future_threads_));
   }
-  return run(rank_, OpType::RECV, {t.user}, [t] { t.copy_back(); },
+  return run(OpType::RECV, {t.user}, {t.data}, [t] { t.copy_back(); },
              [&] { return comm_->recv_async(moved(t.data), src, wire_tag); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::recvAnysource(std::vector<at::Tensor>&, int) {
-  TORCH_CHECK(false, "ringgrad ", call("recv"), ": receiving from any source is not supported; name the source rank");
+  TORCH_CHECK(false, "ringgrad ", CallName{"recv", rank_, size_}, ": receiving from any source is not supported; name the source rank");
 }
 
 void ProcessGroupRinggrad::startCoalescing() { coalescing_ = true; }
@@ -347,14 +358,14 @@ void ProcessGroupRinggrad::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Wo
   batch_works_.clear();
   if (ops.empty()) return;
   for (uint64_t tag : tags)
-    TORCH_CHECK(tag == tags.front(), "ringgrad ", call("batch_isend_irecv"), ": its sends and receives carry tags ",
+    TORCH_CHECK(tag == tags.front(), "ringgrad ", CallName{"batch_isend_irecv", rank_, size_}, ": its sends and receives carry tags ",
                 tags.front(), " and ", tag, "; one batch takes one tag");
   const collectives::Work batch = comm_->batch_isend_irecv(std::move(ops), tags.front());
   for (const auto& work : works) work->start(batch);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::barrier(const c10d::BarrierOptions&) {
-  return run(rank_, OpType::BARRIER, {}, nullptr, [&] { return comm_->barrier_async(); });
+  return run(OpType::BARRIER, {}, {}, nullptr, [&] { return comm_->barrier_async(); });
 }
 
 }  // namespace ringgrad::torch_backend

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <chrono>
+#include <functional>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -35,6 +36,7 @@
 #include <torch/csrc/distributed/c10d/Store.hpp>
 
 #include "collectives/communicator.h"
+#include "collectives/torch/future_threads.h"
 #include "collectives/p2p_op.h"
 
 namespace ringgrad::torch_backend {
@@ -92,9 +94,13 @@ class ProcessGroupRinggrad : public c10d::ProcessGroup {
   collectives::Communicator& communicator() { return *comm_; }
 
  private:
-  // "allreduce on rank 1 of 2": how errors raised here name the call.
-  std::string call(const char* op) const;
+  // Issues a call and wraps it in a TorchWork: `issue` returns the ringgrad Work; `buffers`
+  // are what it reads and writes (held until it ends); `finish` runs after it.
+  template <typename Issue>
+  c10::intrusive_ptr<c10d::Work> run(c10d::OpType type, std::vector<at::Tensor> outputs, std::vector<at::Tensor> buffers,
+                                     std::function<void()> finish, Issue&& issue);
 
+  std::unique_ptr<FutureThreads> future_threads_ = std::make_unique<FutureThreads>();
   std::unique_ptr<collectives::Communicator> comm_;
   // Between startCoalescing and endCoalescing: the sends and receives so far, each with its
   // tag, and the Works handed out for them.

@@ -54,6 +54,10 @@ std::optional<RedOp> ringgrad_op(c10d::ReduceOp::RedOpType op) {
 
 }  // namespace
 
+std::ostream& operator<<(std::ostream& out, const CallName& call) {
+  return out << call.op << " on rank " << call.rank << " of " << call.size;
+}
+
 collectives::Buffer moved(const at::Tensor& t) {
   const std::optional<DType> dtype = native(t.scalar_type());
   return {t.data_ptr(), static_cast<std::size_t>(t.numel()) * moved_units(t.scalar_type()), dtype.value_or(DType::kUInt8)};
@@ -61,7 +65,7 @@ collectives::Buffer moved(const at::Tensor& t) {
 
 std::size_t moved_units(at::ScalarType type) { return native(type) ? 1 : c10::elementSize(type); }
 
-Reduction reduction(const std::string& what, const c10d::ReduceOp& op, at::ScalarType type) {
+Reduction reduction(const CallName& what, const c10d::ReduceOp& op, at::ScalarType type) {
   const c10d::ReduceOp::RedOpType kind = op.op_;
   const std::optional<RedOp> ours = ringgrad_op(kind);
   TORCH_CHECK(ours, "ringgrad ", what, ": ReduceOp.", op_name(kind),
@@ -85,19 +89,19 @@ void Staged::copy_back() const {
   if (!data.is_same(user)) user.copy_(data);
 }
 
-void check_cpu(const std::string& what, const at::Tensor& t) {
+void check_cpu(const CallName& what, const at::Tensor& t) {
   TORCH_CHECK(t.layout() == at::kStrided, "ringgrad ", what, ": only dense tensors are supported (got a ", t.layout(),
               " tensor)");
   TORCH_CHECK(t.device().is_cpu(), "ringgrad ", what, ": only CPU tensors are supported (got a tensor on ", t.device(),
               ")");
 }
 
-Staged stage(const std::string& what, const at::Tensor& t) {
+Staged stage(const CallName& what, const at::Tensor& t) {
   check_cpu(what, t);
   return {t, t.is_contiguous() ? t : t.contiguous()};
 }
 
-at::Tensor flatten(const std::string& what, const std::vector<at::Tensor>& tensors) {
+at::Tensor flatten(const CallName& what, const std::vector<at::Tensor>& tensors) {
   std::vector<at::Tensor> flat;
   flat.reserve(tensors.size());
   for (const at::Tensor& t : tensors) {
@@ -116,12 +120,12 @@ void unflatten(const at::Tensor& flat, const std::vector<at::Tensor>& tensors) {
   }
 }
 
-const at::Tensor& only(const std::string& what, const std::vector<at::Tensor>& tensors) {
+const at::Tensor& only(const CallName& what, const std::vector<at::Tensor>& tensors) {
   TORCH_CHECK(tensors.size() == 1, "ringgrad ", what, ": takes one tensor per process (got ", tensors.size(), ")");
   return tensors.front();
 }
 
-void check_like(const std::string& what, const char* role, const std::vector<at::Tensor>& tensors, const at::Tensor& like) {
+void check_like(const CallName& what, const char* role, const std::vector<at::Tensor>& tensors, const at::Tensor& like) {
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     TORCH_CHECK(tensors[i].scalar_type() == like.scalar_type(), "ringgrad ", what, ": ", role, " tensor ", i, " is ",
                 tensors[i].scalar_type(), ", expected ", like.scalar_type());

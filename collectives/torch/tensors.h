@@ -4,7 +4,7 @@
 #pragma once
 
 #include <cstddef>
-#include <string>
+#include <ostream>
 #include <vector>
 
 #include <ATen/core/Tensor.h>
@@ -14,6 +14,15 @@
 #include "collectives/dtype.h"
 
 namespace ringgrad::torch_backend {
+
+/// How an error names a call and this rank: "allreduce on rank 1 of 2" (written only when an
+/// error is, so making one costs nothing).
+struct CallName {
+  const char* op;
+  int rank;
+  int size;
+};
+std::ostream& operator<<(std::ostream& out, const CallName& call);
 
 /// A tensor moved without arithmetic (broadcast, the gathers, scatter, all_to_all, send/recv):
 /// ringgrad's own dtypes travel as themselves, bool and int8 as uint8, every other dtype
@@ -32,8 +41,8 @@ struct Reduction {
 /// SUM, AVG, PRODUCT, MIN and MAX on ringgrad's dtypes; on bool, SUM and MAX are logical or,
 /// PRODUCT and MIN logical and (as gloo computes them); on int8, SUM and PRODUCT (which wrap the
 /// same as on uint8); on complex, SUM and AVG. Anything else (BAND, BOR, BXOR, PREMUL_SUM, MIN
-/// of complex, ...) throws, naming the call `what` ("allreduce on rank 1 of 2"), the operator and the dtype.
-Reduction reduction(const std::string& what, const c10d::ReduceOp& op, at::ScalarType type);
+/// of complex, ...) throws, naming the call `what`, the operator and the dtype.
+Reduction reduction(const CallName& what, const c10d::ReduceOp& op, at::ScalarType type);
 /// `t` (contiguous, CPU) as the buffer `r` reduces.
 collectives::Buffer reduced(const at::Tensor& t, const Reduction& r);
 
@@ -46,19 +55,19 @@ struct Staged {
   void copy_back() const;
 };
 /// Throws, naming `what`, unless `t` is dense and on the CPU.
-void check_cpu(const std::string& what, const at::Tensor& t);
+void check_cpu(const CallName& what, const at::Tensor& t);
 /// `t` checked (check_cpu) and staged.
-Staged stage(const std::string& what, const at::Tensor& t);
+Staged stage(const CallName& what, const at::Tensor& t);
 
 /// The tensors laid end to end in one new contiguous 1-D tensor (their dtype: they must share
 /// one, else an error naming `what`), and the reverse: `flat`'s pieces copied into `tensors`.
-at::Tensor flatten(const std::string& what, const std::vector<at::Tensor>& tensors);
+at::Tensor flatten(const CallName& what, const std::vector<at::Tensor>& tensors);
 void unflatten(const at::Tensor& flat, const std::vector<at::Tensor>& tensors);
 
 /// Exactly one tensor: c10d passes a list, ringgrad takes one tensor per process.
-const at::Tensor& only(const std::string& what, const std::vector<at::Tensor>& tensors);
+const at::Tensor& only(const CallName& what, const std::vector<at::Tensor>& tensors);
 /// Throws unless every tensor has `like`'s dtype and element count; `role` names the list
 /// ("output", "input") and `what` the call.
-void check_like(const std::string& what, const char* role, const std::vector<at::Tensor>& tensors, const at::Tensor& like);
+void check_like(const CallName& what, const char* role, const std::vector<at::Tensor>& tensors, const at::Tensor& like);
 
 }  // namespace ringgrad::torch_backend

@@ -1,15 +1,17 @@
 // TorchWork: completion on ringgrad's worker, wait, and the Future.
 #include "collectives/torch/torch_work.h"
 
-#include <ATen/Parallel.h>
 #include <ATen/core/jit_type.h>
 
 namespace ringgrad::torch_backend {
 
-TorchWork::TorchWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::function<void()> finish)
+TorchWork::TorchWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::vector<at::Tensor> buffers,
+                     std::function<void()> finish, FutureThreads& threads)
     : c10d::Work(rank, type),
       outputs_(std::move(outputs)),
+      buffers_(std::move(buffers)),
       finish_(std::move(finish)),
+      threads_(threads),
       future_(c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))) {}
 
 void TorchWork::start(collectives::Work call) {
@@ -29,6 +31,7 @@ void TorchWork::complete(std::exception_ptr error) noexcept {
     }
   }
   finish_ = nullptr;  // drops the staged tensors now, not when torch drops this Work
+  buffers_.clear();
   {
     // Nobody holds the Future yet: no callback can be on it, so it completes here (getFuture
     // waits on the lock meanwhile, and a callback added later runs on the thread that adds it).
@@ -36,7 +39,7 @@ void TorchWork::complete(std::exception_ptr error) noexcept {
     if (!future_handed_out_) {
       complete_future(error);
     } else {
-      at::launch([self = c10::intrusive_ptr<TorchWork>::reclaim_copy(this), error] { self->complete_future(error); });
+      threads_.post([self = c10::intrusive_ptr<TorchWork>::reclaim_copy(this), error] { self->complete_future(error); });
     }
   }
   finish(error);  // c10d::Work: completed_, exception_, and wakes wait()

@@ -2,8 +2,9 @@
 // ringgrad runs. It completes on ringgrad's worker thread (collectives::Work::then): there it
 // copies the results into the caller's tensors where the call wrote copies, records the error
 // if any, and wakes wait(). Its Future (DDP's buckets wait on it, comm hooks chain on it) is
-// completed on torch's inter-op thread pool once handed out, because a hook may issue a
-// collective and wait for it, which the worker would then have to run while it waits.
+// completed there too while nobody holds it, else on one of the process group's FutureThreads:
+// a hook chained on it may issue a collective and wait for it, which the worker would have to
+// run while it waits.
 #pragma once
 
 #include <chrono>
@@ -15,16 +16,20 @@
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 
+#include "collectives/torch/future_threads.h"
 #include "collectives/work.h"
 
 namespace ringgrad::torch_backend {
 
 class TorchWork : public c10d::Work {
  public:
-  /// `outputs`: what result() and the Future hold; `finish`: run on ringgrad's worker when the
-  /// call succeeded, before anyone is woken (copies into the caller's tensors). `rank` and
-  /// `type` are c10d's bookkeeping (this rank, the call's OpType).
-  TorchWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::function<void()> finish);
+  /// `outputs`: what result() and the Future hold; `buffers`: every tensor the call reads or
+  /// writes, held until it ends (staged copies the caller never sees); `finish`: run on
+  /// ringgrad's worker when the call succeeded, before anyone is woken (copies into the
+  /// caller's tensors). `rank` and `type` are c10d's bookkeeping (this rank, the OpType);
+  /// `threads` (the process group's) complete a Future handed out before the call ended.
+  TorchWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::vector<at::Tensor> buffers,
+            std::function<void()> finish, FutureThreads& threads);
 
   /// Binds the ringgrad call this Work stands for; called once, right after the call is issued.
   void start(collectives::Work call);
@@ -43,7 +48,9 @@ class TorchWork : public c10d::Work {
 
   collectives::Work call_;
   std::vector<at::Tensor> outputs_;
+  std::vector<at::Tensor> buffers_;
   std::function<void()> finish_;
+  FutureThreads& threads_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   std::mutex future_mutex_;
   bool future_handed_out_ = false;  // getFuture was called: callbacks may be on future_
