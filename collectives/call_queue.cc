@@ -2,6 +2,8 @@
 #include "collectives/call_queue.h"
 
 #include <chrono>
+#include <functional>
+#include <vector>
 
 #include <fmt/format.h>
 
@@ -12,20 +14,29 @@ namespace ringgrad::collectives {
 struct Work::State {
   std::mutex mutex;
   std::condition_variable cv;
-  bool done = false;
+  bool finished = false;  // the operation ended and `error` is final; the callbacks run next
+  bool done = false;      // ... and they have run: wait() returns
   double done_at_s = 0;
   std::exception_ptr error;
+  std::vector<std::function<void(std::exception_ptr)>> callbacks;  // Work::then's
   std::shared_ptr<std::atomic<int>> callers_waiting;  // the runner's count (it may end first)
 };
 
 namespace {
 
 void complete(Work::State& state, std::exception_ptr error) {
+  std::vector<std::function<void(std::exception_ptr)>> callbacks;
+  {
+    std::lock_guard lock(state.mutex);
+    state.finished = true;
+    state.done_at_s = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    state.error = error;
+    callbacks.swap(state.callbacks);
+  }
+  for (auto& callback : callbacks) callback(error);
   {
     std::lock_guard lock(state.mutex);
     state.done = true;
-    state.done_at_s = std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    state.error = std::move(error);
   }
   state.cv.notify_all();
 }
@@ -47,6 +58,18 @@ bool Work::completed() const {
   if (!state_) return true;
   std::lock_guard lock(state_->mutex);
   return state_->done;
+}
+
+void Work::then(std::function<void(std::exception_ptr)> callback) {
+  if (!state_) return callback(nullptr);
+  std::unique_lock lock(state_->mutex);
+  if (!state_->finished) {
+    state_->callbacks.push_back(std::move(callback));
+    return;
+  }
+  const std::exception_ptr error = state_->error;
+  lock.unlock();
+  callback(error);
 }
 
 double Work::completed_at() const {

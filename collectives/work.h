@@ -1,6 +1,8 @@
 // Work: the handle of an asynchronous operation (torch.distributed's Work, MPI's request).
 #pragma once
 
+#include <exception>
+#include <functional>
 #include <memory>
 #include <utility>
 
@@ -16,6 +18,11 @@ class Work {
   bool completed() const;
   /// When it finished, in steady-clock seconds; 0 while it runs (and for a default Work).
   double completed_at() const;
+  /// Runs callback(error) once the operation finished (error null when it succeeded), before
+  /// wait() returns: on the worker thread that ran it, or at once on this thread when it has
+  /// already finished. For a caller with a completion of its own to signal (a torch Work).
+  /// Callbacks run in the order they were added; one must not throw, nor wait on this Work.
+  void then(std::function<void(std::exception_ptr)> callback);
 
   struct State;
 

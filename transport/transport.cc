@@ -194,7 +194,7 @@ detail::Op make_op(detail::Direction dir, const std::byte* data, size_t size, ui
 
 }  // namespace
 
-Transport::Transport(const Config& config) : engine_(std::make_unique<detail::Engine>(config, nullptr)) {}
+Transport::Transport(const Config& config) : Transport(config, nullptr) {}
 Transport::Transport(const Config& config, std::unique_ptr<StoreServer> server)
     : engine_(std::make_unique<detail::Engine>(config, std::move(server))) {}
 Transport::~Transport() = default;

@@ -58,8 +58,9 @@ class Transport {
   /// master_port in a job of several ranks; no job token in a job that is not loopback_only())
   /// or when the mesh is not complete within config.timeout.
   explicit Transport(const Config& config);
-  /// The same, on rank 0, with its store already serving at config.master_port: for a job
-  /// whose ranks learn the port after rank 0 has bound it (collectives/backends/mpi_backend.h).
+  /// The same, where rank 0 passes the store's server already listening (on master_port): for a
+  /// caller that publishes the port elsewhere first, through MPI (collectives/backends/mpi_bootstrap.h)
+  /// or through a torch process group's own store (collectives/torch/). The transport owns it.
   Transport(const Config& config, std::unique_ptr<StoreServer> server);
   ~Transport();
   Transport(const Transport&) = delete;

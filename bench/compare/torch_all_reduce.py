@@ -1,9 +1,10 @@
 #!/usr/bin/python3
-"""torch.distributed.all_reduce over gloo on local processes, timed size by size.
+"""torch.distributed.all_reduce over gloo (or --backend ringgrad) on local processes, timed size by size.
 
-The PyTorch row of scripts/compare.sh's all-reduce table: float32 sum, in place (the only form
+The PyTorch rows of scripts/compare.sh's all-reduce tables: float32 sum, in place (the only form
 torch has), each size --warmup times untimed and --iters times timed on every rank, the median
-taken on rank 0. busbw is nccl-tests' (algbw x 2 (n - 1) / n).
+taken on rank 0. busbw is nccl-tests' (algbw x 2 (n - 1) / n). --backend ringgrad needs
+ringgrad's torch backend on the path (PYTHONPATH=build/python).
 
 Prints one JSON line on rank 0: {"rows": [{"size": bytes, "time_us": ..., "busbw": GB/s}, ...]}.
 """
@@ -19,7 +20,9 @@ import torch.multiprocessing as mp
 
 def sweep(rank, args):
     torch.set_num_threads(1)
-    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank, world_size=args.nproc)
+    if args.backend == "ringgrad":
+        import ringgrad_torch  # noqa: F401  registers the backend
+    dist.init_process_group(args.backend, init_method=f"tcp://127.0.0.1:{args.port}", rank=rank, world_size=args.nproc)
     rows = []
     for size in args.sizes:
         buffer = torch.ones(max(1, size // 4), dtype=torch.float32)
@@ -45,6 +48,7 @@ def main():
     parser.add_argument("--iters", type=int, default=20)
     parser.add_argument("--warmup", type=int, default=5)
     parser.add_argument("--port", type=int, default=29613)
+    parser.add_argument("--backend", choices=["gloo", "ringgrad"], default="gloo")
     args = parser.parse_args()
     mp.spawn(sweep, args=(args,), nprocs=args.nproc)
 

@@ -1,6 +1,7 @@
-"""What the PyTorch twins share: the flags of a run on local processes, joining its gloo group,
-and starting it (one process, or --world_size of them with torch.multiprocessing); and
-train_gpt's learning-rate schedule."""
+"""What the PyTorch twins share: the flags of a run on local processes, joining its process group
+(over gloo, or over ringgrad through its torch backend: --backend ringgrad, with
+PYTHONPATH=build/python), and starting it (one process, or --world_size of them with
+torch.multiprocessing); and train_gpt's learning-rate schedule."""
 import math
 
 import torch
@@ -9,16 +10,20 @@ import torch.multiprocessing as mp
 
 
 def add_process_flags(parser, port):
-    parser.add_argument("--world_size", type=int, default=1, help="local processes (DDP over gloo when > 1)")
+    parser.add_argument("--world_size", type=int, default=1, help="local processes (DDP when > 1)")
     parser.add_argument("--threads", type=int, default=1, help="intra-op threads per process")
-    parser.add_argument("--port", type=int, default=port, help="gloo rendezvous port on 127.0.0.1")
+    parser.add_argument("--port", type=int, default=port, help="torch's rendezvous port on 127.0.0.1")
+    parser.add_argument("--backend", choices=["gloo", "ringgrad"], default="gloo",
+                        help="torch.distributed backend (ringgrad: its module ringgrad_torch on PYTHONPATH)")
 
 
 def join(rank, args):
-    """In each process first: its threads, and with several processes the gloo group."""
+    """In each process first: its threads, and with several processes the process group."""
     torch.set_num_threads(args.threads)
     if args.world_size > 1:
-        dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{args.port}", rank=rank,
+        if args.backend == "ringgrad":
+            import ringgrad_torch  # noqa: F401  registers the backend
+        dist.init_process_group(args.backend, init_method=f"tcp://127.0.0.1:{args.port}", rank=rank,
                                 world_size=args.world_size)
 
 

@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <stdexcept>
@@ -38,6 +39,7 @@ using collectives::CollectiveError;
 using collectives::Communicator;
 using collectives::DType;
 using collectives::ReduceOp;
+using collectives::Work;
 using collectives::ShmLinkKind;
 
 // Runs call; it must throw CollectiveError whose message contains every one of `parts`.
@@ -149,6 +151,41 @@ TEST_CASE("asynchronous collectives run in issue order while the caller computes
     s.wait();
     check(in[32] == (r + 2) % 3, "send/recv ring");
     comm.barrier();
+  }));
+}
+
+TEST_CASE("Work::then runs once per call, with its error, before wait returns", "[collectives]") {
+  require_all_ok(run_ranks(2, [](const transport::Config& config) {
+    Communicator comm(config, collectives::CommOptions{});
+    std::vector<int64_t> a(1000, comm.rank() + 1), b(5, 1);
+    std::atomic<int> calls{0};
+    std::exception_ptr seen = std::make_exception_ptr(std::runtime_error("not called"));
+    // Registered while the call may still run: called on the worker, before wait() returns.
+    Work ok = comm.all_reduce_async(Buffer{a.data(), a.size(), DType::kInt64}, Buffer{a.data(), a.size(), DType::kInt64},
+                                    ReduceOp::SUM);
+    ok.then([&](std::exception_ptr error) {
+      seen = error;
+      check(a[999] == 3, "the data is in place when the callback runs");
+      ++calls;
+    });
+    ok.wait();
+    check(calls == 1 && !seen, "one callback, no error");
+    // Registered after the call ended: called at once, on this thread.
+    ok.then([&](std::exception_ptr error) { calls += error ? 100 : 1; });
+    check(calls == 2, "a late callback runs at once");
+    // A refused call hands its error to the callback and to wait().
+    Work bad = comm.all_reduce_async(Buffer{b.data(), comm.rank() == 0 ? 5u : 4u, DType::kInt64},
+                                     Buffer{b.data(), comm.rank() == 0 ? 5u : 4u, DType::kInt64}, ReduceOp::SUM);
+    std::string message;
+    bad.then([&](std::exception_ptr error) {
+      try {
+        if (error) std::rethrow_exception(error);
+      } catch (const std::exception& e) {
+        message = e.what();
+      }
+    });
+    expect_error("callback's count", [&] { bad.wait(); }, {"count: 4 on rank 1; 5 on rank 0"});
+    check(message.find("count: 4 on rank 1; 5 on rank 0") != std::string::npos, "callback error: " + message);
   }));
 }
 

@@ -18,6 +18,7 @@
 #include <fstream>
 #include <sstream>
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -26,6 +27,7 @@
 #include "tests/support/multiprocess.h"
 #include "transport/net.h"
 #include "transport/rendezvous.h"
+#include "transport/store_server.h"
 #include "transport/transport.h"
 #include "transport/wire.h"
 
@@ -70,6 +72,24 @@ std::string knock(const std::string& address, const std::vector<std::byte>& byte
 }
 
 }  // namespace
+
+TEST_CASE("rank 0 may hand the transport a store server it started itself") {
+  // As a torch process group does: it starts the server first, so it can publish the port.
+  const auto results = run_ranks(3, [](const Config& config) {
+    std::unique_ptr<ringgrad::transport::StoreServer> server;
+    if (config.rank == 0) server = std::make_unique<ringgrad::transport::StoreServer>(config);
+    Transport t(config, std::move(server));
+    std::array<std::byte, 1> byte{std::byte{7}};
+    const int next = (t.rank() + 1) % 3, prev = (t.rank() + 2) % 3;
+    auto sent = t.isend(next, byte, 1);
+    std::array<std::byte, 1> got{};
+    t.recv(prev, got, 1);
+    sent.wait();
+    check(got[0] == std::byte{7}, "the ring's byte");
+  });
+  INFO(describe(results));
+  for (const auto& r : results) CHECK(r.ok());
+}
 
 TEST_CASE("no or a wrong token, another job, a wrong rank or a malformed hello is refused and logged, and the job "
           "carries on") {

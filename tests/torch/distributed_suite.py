@@ -1,0 +1,151 @@
+#!/usr/bin/python3
+"""PyTorch's own distributed test suite (torch/testing/_internal/distributed/distributed_test.py,
+class _DistTestBase) for one backend and world size, under a spawn harness like PyTorch's
+test/distributed/test_distributed_spawn.py: each test starts WORLD_SIZE fresh processes that
+meet through a file:// init method.
+
+    BACKEND=ringgrad|gloo WORLD_SIZE=2 PYTHONPATH=build/python tests/torch/distributed_suite.py [-k PATTERN] [--json FILE]
+
+For ringgrad the suite is told what the backend implements (DistTestCases: a plugin with DDP
+and subgroups), so its DDP and new_group tests run as they do for gloo. Prints one line per
+test that did not pass (its first error line), then the counts and the wall time; --json
+writes every test's outcome for scripts/torch_suite.sh to compare backends.
+"""
+import argparse
+import json
+import os
+import re
+import sys
+import tempfile
+import time
+import unittest
+
+BACKEND = os.environ.setdefault("BACKEND", "ringgrad")
+os.environ.setdefault("WORLD_SIZE", "2")
+# A test that hangs fails after this many seconds (PyTorch's default is 300).
+os.environ.setdefault("DISTRIBUTED_TESTS_DEFAULT_TIMEOUT", "180")
+
+
+
+def allow_dataclass_instance_defaults():
+    """PyTorch 1.13's torch.distributed._shard gives a dataclass field a dataclass instance as its
+    default, which Python 3.11 refuses ("mutable default ... use default_factory"), so every DDP
+    test that imports it errors before it starts, whatever the backend. Such a default's class is
+    made hashable (by identity) just before Python checks it, and those tests run."""
+    import dataclasses
+    check = dataclasses._get_field
+
+    def get_field(cls, name, *rest):
+        default = cls.__dict__.get(name)
+        if isinstance(default, dataclasses.Field):
+            default = default.default
+        if dataclasses.is_dataclass(default) and type(default).__hash__ is None:
+            type(default).__hash__ = object.__hash__
+        return check(cls, name, *rest)
+
+    dataclasses._get_field = get_field
+
+
+if sys.version_info >= (3, 11):
+    allow_dataclass_instance_defaults()  # here and in every spawned rank, before torch loads
+if BACKEND == "ringgrad":
+    import ringgrad_torch  # noqa: F401  registers the backend, here and in every spawned rank
+
+import torch  # noqa: E402
+from torch.testing._internal.common_distributed import DistTestCases  # noqa: E402
+
+if BACKEND == "ringgrad":
+    for feature in ("plugin", "ddp", "subgroup"):
+        DistTestCases.backend_feature[feature].add("ringgrad")
+
+from torch.testing._internal.distributed.distributed_test import DistributedTest, TestDistBackend  # noqa: E402
+
+
+class TestDistBackendWithSpawn(TestDistBackend, DistributedTest._DistTestBase):
+    def setUp(self):
+        super().setUp()
+        self._spawn_processes()
+        torch.backends.cudnn.flags(enabled=True, allow_tf32=False).__enter__()
+
+
+def first_error_line(text):
+    """The line that says what went wrong: the exception line of the first rank that failed (or
+    of the harness, when no rank did)."""
+    ranks = re.split(r"Process \d+ exited with error code \d+ and exception:", text)
+    block = ranks[1] if len(ranks) > 1 else text
+    for line in reversed(block.splitlines()):
+        if re.match(r"[A-Za-z_][\w.]*(Error|Exception|Failure|Interrupt)\b", line):
+            return line.strip()[:300]
+    lines = [line.strip() for line in block.splitlines() if line.strip()]
+    return (lines[-1] if lines else "(no message)")[:300]
+
+
+class Recorder(unittest.TextTestResult):
+    """Keeps each test's outcome and the one line that explains a failure or a skip."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.outcomes = {}
+
+    def _name(self, test):
+        return test.id().split(".")[-1]
+
+    def addSuccess(self, test):
+        super().addSuccess(test)
+        self.outcomes[self._name(test)] = ("passed", "")
+
+    def addFailure(self, test, err):
+        super().addFailure(test, err)
+        self.outcomes[self._name(test)] = ("failed", first_error_line(self._exc_info_to_string(err, test)))
+
+    def addError(self, test, err):
+        super().addError(test, err)
+        self.outcomes[self._name(test)] = ("failed", first_error_line(self._exc_info_to_string(err, test)))
+
+    def addSkip(self, test, reason):
+        super().addSkip(test, reason)
+        self.outcomes[self._name(test)] = ("skipped", str(reason)[:300])
+
+    def addExpectedFailure(self, test, err):
+        super().addExpectedFailure(test, err)
+        self.outcomes[self._name(test)] = ("passed", "expected failure")
+
+    def addUnexpectedSuccess(self, test):
+        super().addUnexpectedSuccess(test)
+        self.outcomes[self._name(test)] = ("failed", "unexpected success")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("-k", dest="patterns", action="append", default=[],
+                        help="run only tests whose name contains this (unittest's -k; repeatable)")
+    parser.add_argument("--json", help="write {test: [outcome, reason]} here")
+    args = parser.parse_args()
+    # The suite's barrier and scratch files live under TEMP_DIR, made once here.
+    temp_dir = tempfile.mkdtemp(prefix="torch_suite_")
+    os.environ["TEMP_DIR"] = temp_dir
+    for sub in ("barrier", "test_dir"):
+        os.mkdir(os.path.join(temp_dir, sub))
+    loader = unittest.TestLoader()
+    loader.testNamePatterns = [f"*{p}*" for p in args.patterns] or None
+    suite = loader.loadTestsFromTestCase(TestDistBackendWithSpawn)
+    log = open(os.path.join(temp_dir, "unittest.log"), "w")
+    runner = unittest.TextTestRunner(stream=log, verbosity=2, resultclass=Recorder)
+    start = time.time()
+    result = runner.run(suite)
+    wall = time.time() - start
+    outcomes = result.outcomes
+    for name, (outcome, reason) in sorted(outcomes.items()):
+        if outcome == "failed":
+            print(f"FAILED {name}: {reason}", flush=True)
+    counts = {k: sum(1 for o, _ in outcomes.values() if o == k) for k in ("passed", "failed", "skipped")}
+    print(f"{BACKEND} on {os.environ['WORLD_SIZE']} ranks: {len(outcomes)} tests, {counts['passed']} passed, "
+          f"{counts['failed']} failed, {counts['skipped']} skipped in {wall:.0f} s (log: {log.name})", flush=True)
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"backend": BACKEND, "world_size": int(os.environ["WORLD_SIZE"]), "wall_s": wall,
+                       "counts": counts, "tests": outcomes}, f, indent=1, sort_keys=True)
+
+
+if __name__ == "__main__":
+    main()
