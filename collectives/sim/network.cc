@@ -1,0 +1,94 @@
+// Network: matching sends with receives, and each message's way across its hops.
+#include "collectives/sim/network.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace ringgrad::collectives::sim {
+namespace {
+
+// Takes the first message from `src` out of `queue`, or returns null.
+std::shared_ptr<Message> take_from(std::deque<std::shared_ptr<Message>>& queue, int src) {
+  const auto it = std::find_if(queue.begin(), queue.end(), [src](const auto& m) { return m->src == src; });
+  if (it == queue.end()) return nullptr;
+  std::shared_ptr<Message> m = std::move(*it);
+  queue.erase(it);
+  return m;
+}
+
+}  // namespace
+
+Network::Network(const Topology& topology, Engine& engine, bool payload)
+    : topology_(topology), engine_(engine), payload_(payload) {
+  for (int h = 0; h < topology.hop_count(); ++h) figures_.push_back(topology.hop_figures(h));
+  reset();
+}
+
+void Network::reset() {
+  boxes_.assign(static_cast<std::size_t>(topology_.world_size()), Mailbox{});
+  free_.assign(figures_.size(), 0.0);
+}
+
+std::shared_ptr<Message> Network::send(int src, int dst, const void* data, std::size_t bytes) {
+  Mailbox& box = boxes_[static_cast<std::size_t>(dst)];
+  std::shared_ptr<Message> m = take_from(box.posted, src);
+  if (!m) {
+    m = std::make_shared<Message>();
+    m->src = src;
+    m->dst = dst;
+    box.unexpected.push_back(m);
+  }
+  m->sent = true;
+  m->bytes = bytes;
+  if (payload_ && data) {
+    const auto* p = static_cast<const std::byte*>(data);
+    m->payload.assign(p, p + bytes);
+  }
+  m->path = topology_.path(src, dst);
+  const double t = engine_.clock(src);
+  m->tail = t;
+  if (m->path.size == 0) deliver(*m, t);
+  else engine_.at(t, [this, m] { advance(m); });
+  return m;
+}
+
+std::shared_ptr<Message> Network::post_receive(int dst, int src) {
+  Mailbox& box = boxes_[static_cast<std::size_t>(dst)];
+  std::shared_ptr<Message> m = take_from(box.unexpected, src);
+  if (m) return m;
+  m = std::make_shared<Message>();
+  m->src = src;
+  m->dst = dst;
+  box.posted.push_back(m);
+  return m;
+}
+
+void Network::advance(const std::shared_ptr<Message>& m) {
+  const auto h = static_cast<std::size_t>(m->path.hops[static_cast<std::size_t>(m->next_hop)]);
+  const auto [alpha, beta] = figures_[h];
+  const double start = std::max(engine_.now(), free_[h]);
+  const double tail = std::max(start + static_cast<double>(m->bytes) * beta, m->tail);
+  free_[h] = tail;
+  m->tail = tail + alpha;
+  if (++m->next_hop < m->path.size) engine_.at(start + alpha, [this, m] { advance(m); });
+  else deliver(*m, m->tail);
+}
+
+void Network::deliver(Message& m, double at) {
+  m.delivered = true;
+  m.arrival = at;
+  if (m.receiver_waits) engine_.wake(m.dst);
+  if (m.sender_waits) engine_.wake(m.src);
+}
+
+void Network::wait(int rank, Message& m) {
+  while (!m.delivered) {
+    const bool receiving = rank == m.dst;
+    (receiving ? m.receiver_waits : m.sender_waits) = true;
+    engine_.block(rank, receiving ? "a message from rank" : "the delivery of its message to rank", receiving ? m.src : m.dst);
+  }
+  double& clock = engine_.clock(rank);
+  clock = std::max(clock, m.arrival);
+}
+
+}  // namespace ringgrad::collectives::sim

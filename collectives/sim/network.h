@@ -1,0 +1,72 @@
+// Network: messages between simulated ranks, moving hop by hop in virtual time.
+//
+// Matching is MPI's: rank d's k-th receive from rank s takes s's k-th send to d, whichever is
+// posted first (a receive posted early waits as an empty message). A sent message enters its
+// path's first hop at the sender's clock; each hop is an event at the time the message's head
+// reaches it (engine.h), so a hop serves messages in the order they arrive:
+//
+//   start = max(head arrives, hop free)          the hop carries one message at a time
+//   tail  = max(start + bytes * beta, tail left the previous hop)
+//   hop free again at tail; the head moves on at start + alpha, the tail at tail + alpha
+//
+// and the message is delivered when its tail leaves the last hop. Idle hops cost
+// alpha + bytes * (largest beta): the tail follows the head through every hop at once. A send
+// completes when its message is delivered; its bytes (payload mode) are copied when it is sent.
+#pragma once
+
+#include <cstddef>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "collectives/sim/engine.h"
+#include "collectives/sim/topology.h"
+
+namespace ringgrad::collectives::sim {
+
+struct Message {
+  int src = -1, dst = -1;
+  std::size_t bytes = 0;
+  std::vector<std::byte> payload;  // payload mode: the bytes as they were when sent
+  bool sent = false;               // false: a receive posted before its message
+  bool delivered = false;
+  double arrival = 0;              // when its tail reached dst
+  bool receiver_waits = false, sender_waits = false;
+  Path path;                       // in flight: its hops, the next one, when its tail left the last
+  int next_hop = 0;
+  double tail = 0;
+};
+
+class Network {
+ public:
+  /// `topology` and `engine` must outlive the network. `payload`: messages carry their bytes.
+  Network(const Topology& topology, Engine& engine, bool payload);
+
+  /// Rank src sends `bytes` at `data` to rank dst at src's clock.
+  std::shared_ptr<Message> send(int src, int dst, const void* data, std::size_t bytes);
+  /// Posts rank dst's next receive from rank src (matched in post order with src's sends to dst).
+  std::shared_ptr<Message> post_receive(int dst, int src);
+  /// From inside rank `rank` (m's sender or receiver): waits until m is delivered, then moves
+  /// the rank's clock to its arrival if that is later.
+  void wait(int rank, Message& m);
+
+  /// Forgets every message and makes every hop idle (a fresh run on the same network).
+  void reset();
+
+ private:
+  void advance(const std::shared_ptr<Message>& m);
+  void deliver(Message& m, double at);
+
+  struct Mailbox {
+    std::deque<std::shared_ptr<Message>> unexpected;  // sent here, no receive posted yet
+    std::deque<std::shared_ptr<Message>> posted;      // receives posted here, not yet sent
+  };
+  const Topology& topology_;
+  Engine& engine_;
+  bool payload_;
+  std::vector<Mailbox> boxes_;
+  std::vector<std::array<double, 2>> figures_;  // per hop: alpha, beta
+  std::vector<double> free_;                    // per hop: when it can start the next message
+};
+
+}  // namespace ringgrad::collectives::sim
