@@ -17,8 +17,16 @@ Engine::Engine(int ranks, FiberSwitch how, std::size_t stack_bytes)
 
 Engine::~Engine() = default;
 
-void Engine::at(double t, std::function<void()> action) {
-  events_.push_back(Event{std::max(t, now_), scheduled_++, std::move(action)});
+void Engine::at(double t, std::uint64_t order, std::function<void()> action) {
+  std::size_t slot = actions_.size();
+  if (free_slots_.empty()) {
+    actions_.push_back(std::move(action));
+  } else {
+    slot = free_slots_.back();
+    free_slots_.pop_back();
+    actions_[slot] = std::move(action);
+  }
+  events_.push_back(Event{std::max(t, now_), order, slot});
   std::push_heap(events_.begin(), events_.end(), std::greater<>());
 }
 
@@ -58,10 +66,12 @@ void Engine::run(const std::function<void(int rank)>& body) {
     ready_.clear();
     if (events_.empty()) break;
     std::pop_heap(events_.begin(), events_.end(), std::greater<>());
-    Event e = std::move(events_.back());
+    const Event e = events_.back();
     events_.pop_back();
     now_ = e.time;
-    e.action();
+    const std::function<void()> action = std::move(actions_[e.slot]);
+    free_slots_.push_back(e.slot);
+    action();
   }
   for (const auto& e : errors)
     if (e) {

@@ -42,8 +42,12 @@ class Engine {
   double& clock(int r) { return clocks_[static_cast<std::size_t>(r)]; }
 
   /// Runs `action` at virtual time t (>= now()), after the events scheduled before it for the
-  /// same time.
-  void at(double t, std::function<void()> action);
+  /// same time; with `order` (from next_order()), after those of the same time and lower order.
+  void at(double t, std::function<void()> action) { at(t, next_order(), std::move(action)); }
+  void at(double t, std::uint64_t order, std::function<void()> action);
+  /// A number above every one handed out before: events scheduled later with the same time and
+  /// an earlier number run first (a message's hops keep the order its sender sent it in).
+  std::uint64_t next_order() { return scheduled_++; }
 
   /// From inside rank r's body: gives the thread back until wake(r). `waits_for` and `peer` say
   /// what for, in a deadlock report: "rank 4 waits for a message from rank 3".
@@ -52,10 +56,12 @@ class Engine {
   void wake(int r);
 
  private:
+  // The heap holds small records; their actions wait in slots, so sifting moves 24 bytes, not a
+  // std::function (a third of a 4,096-rank run's time went to those moves).
   struct Event {
     double time;
     std::uint64_t order;
-    std::function<void()> action;
+    std::size_t slot;
     bool operator>(const Event& o) const { return time > o.time || (time == o.time && order > o.order); }
   };
 
@@ -69,6 +75,8 @@ class Engine {
   int running_ = -1;
   std::vector<int> ready_;                             // ranks to run, in the order woken
   std::vector<Event> events_;  // a min-heap on (time, order)
+  std::vector<std::function<void()>> actions_;
+  std::vector<std::size_t> free_slots_;
   std::uint64_t scheduled_ = 0;
   double now_ = 0;
   FiberSwitch how_;

@@ -32,7 +32,8 @@ void Network::reset() {
 std::shared_ptr<Message> Network::send(int src, int dst, const void* data, std::size_t bytes) {
   Mailbox& box = boxes_[static_cast<std::size_t>(dst)];
   std::shared_ptr<Message> m = take_from(box.posted, src);
-  if (!m) {
+  const bool receive_posted = m != nullptr;
+  if (!receive_posted) {
     m = std::make_shared<Message>();
     m->src = src;
     m->dst = dst;
@@ -45,32 +46,44 @@ std::shared_ptr<Message> Network::send(int src, int dst, const void* data, std::
     m->payload.assign(p, p + bytes);
   }
   m->path = topology_.path(src, dst);
-  const double t = engine_.clock(src);
-  m->tail = t;
-  if (m->path.size == 0) deliver(*m, t);
-  else engine_.at(t, [this, m] { advance(m); });
+  m->order = engine_.next_order();
+  const double now = engine_.clock(src);
+  if (receive_posted) depart(m, std::max(now, m->posted_at));
+  else m->sent_at = now;  // it leaves when its receive is posted
   return m;
 }
 
 std::shared_ptr<Message> Network::post_receive(int dst, int src) {
   Mailbox& box = boxes_[static_cast<std::size_t>(dst)];
+  const double now = engine_.clock(dst);
   std::shared_ptr<Message> m = take_from(box.unexpected, src);
-  if (m) return m;
+  if (m) {
+    depart(m, std::max(now, m->sent_at));
+    return m;
+  }
   m = std::make_shared<Message>();
   m->src = src;
   m->dst = dst;
+  m->posted_at = now;
   box.posted.push_back(m);
   return m;
 }
 
-void Network::advance(const std::shared_ptr<Message>& m) {
+void Network::depart(const std::shared_ptr<Message>& m, double t) {
+  m->tail = t;
+  if (m->path.size == 0) return deliver(*m, t);
+  m->in_flight = m;
+  engine_.at(t, m->order, [this, p = m.get()] { advance(p); });
+}
+
+void Network::advance(Message* m) {
   const auto h = static_cast<std::size_t>(m->path.hops[static_cast<std::size_t>(m->next_hop)]);
   const auto [alpha, beta] = figures_[h];
   const double start = std::max(engine_.now(), free_[h]);
   const double tail = std::max(start + static_cast<double>(m->bytes) * beta, m->tail);
   free_[h] = tail;
   m->tail = tail + alpha;
-  if (++m->next_hop < m->path.size) engine_.at(start + alpha, [this, m] { advance(m); });
+  if (++m->next_hop < m->path.size) engine_.at(start + alpha, m->order, [this, m] { advance(m); });
   else deliver(*m, m->tail);
 }
 
@@ -79,6 +92,7 @@ void Network::deliver(Message& m, double at) {
   m.arrival = at;
   if (m.receiver_waits) engine_.wake(m.dst);
   if (m.sender_waits) engine_.wake(m.src);
+  const std::shared_ptr<Message> last = std::move(m.in_flight);  // may free m: nothing follows
 }
 
 void Network::wait(int rank, Message& m) {

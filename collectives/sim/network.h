@@ -1,9 +1,12 @@
 // Network: messages between simulated ranks, moving hop by hop in virtual time.
 //
 // Matching is MPI's: rank d's k-th receive from rank s takes s's k-th send to d, whichever is
-// posted first (a receive posted early waits as an empty message). A sent message enters its
-// path's first hop at the sender's clock; each hop is an event at the time the message's head
-// reaches it (engine.h), so a hop serves messages in the order they arrive:
+// posted first (a receive posted early waits as an empty message). A message leaves when both
+// are posted, at the later of the two clocks: the receiver has room for one message when it
+// asks for it, as NCCL's and the shared-memory link's flow control give it (a message sent
+// ahead would otherwise contend with what the receiver takes first). It enters its path's first
+// hop then; each hop is an event at the time the message's head reaches it (engine.h), so a hop
+// serves messages in the order they arrive:
 //
 //   start = max(head arrives, hop free)          the hop carries one message at a time
 //   tail  = max(start + bytes * beta, tail left the previous hop)
@@ -15,6 +18,7 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <vector>
@@ -29,12 +33,16 @@ struct Message {
   std::size_t bytes = 0;
   std::vector<std::byte> payload;  // payload mode: the bytes as they were when sent
   bool sent = false;               // false: a receive posted before its message
+  double sent_at = 0, posted_at = 0;  // when the send, and the receive, were posted
+  std::uint64_t order = 0;            // the engine's order number of the send: ties at a hop go by it
   bool delivered = false;
   double arrival = 0;              // when its tail reached dst
   bool receiver_waits = false, sender_waits = false;
   Path path;                       // in flight: its hops, the next one, when its tail left the last
   int next_hop = 0;
   double tail = 0;
+  std::shared_ptr<Message> in_flight;  // itself from departure to delivery: the hop events hold a
+                                       // plain pointer (a std::function keeps it without allocating)
 };
 
 class Network {
@@ -54,7 +62,9 @@ class Network {
   void reset();
 
  private:
-  void advance(const std::shared_ptr<Message>& m);
+  // The message enters its first hop at virtual time t (now, or later).
+  void depart(const std::shared_ptr<Message>& m, double t);
+  void advance(Message* m);
   void deliver(Message& m, double at);
 
   struct Mailbox {
