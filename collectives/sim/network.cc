@@ -7,19 +7,18 @@
 namespace ringgrad::collectives::sim {
 namespace {
 
-// Takes the first message from `src` out of `queue`, or returns null.
-std::shared_ptr<Message> take_from(std::deque<std::shared_ptr<Message>>& queue, int src) {
-  const auto it = std::find_if(queue.begin(), queue.end(), [src](const auto& m) { return m->src == src; });
-  if (it == queue.end()) return nullptr;
-  std::shared_ptr<Message> m = std::move(*it);
-  queue.erase(it);
+// Takes the first message of `queue`, or returns null.
+std::shared_ptr<Message> take_first(std::deque<std::shared_ptr<Message>>& queue) {
+  if (queue.empty()) return nullptr;
+  std::shared_ptr<Message> m = std::move(queue.front());
+  queue.pop_front();
   return m;
 }
 
 }  // namespace
 
-Network::Network(const Topology& topology, Engine& engine, bool payload)
-    : topology_(topology), engine_(engine), payload_(payload) {
+Network::Network(const Topology& topology, Engine& engine, bool payload, std::size_t window)
+    : topology_(topology), engine_(engine), payload_(payload), window_(window) {
   for (int h = 0; h < topology.hop_count(); ++h) figures_.push_back(topology.hop_figures(h));
   reset();
 }
@@ -30,14 +29,14 @@ void Network::reset() {
 }
 
 std::shared_ptr<Message> Network::send(int src, int dst, const void* data, std::size_t bytes) {
-  Mailbox& box = boxes_[static_cast<std::size_t>(dst)];
-  std::shared_ptr<Message> m = take_from(box.posted, src);
+  Pair& pair = boxes_[static_cast<std::size_t>(dst)][src];
+  std::shared_ptr<Message> m = take_first(pair.posted);
   const bool receive_posted = m != nullptr;
   if (!receive_posted) {
     m = std::make_shared<Message>();
     m->src = src;
     m->dst = dst;
-    box.unexpected.push_back(m);
+    pair.unexpected.push_back(m);
   }
   m->sent = true;
   m->bytes = bytes;
@@ -48,28 +47,50 @@ std::shared_ptr<Message> Network::send(int src, int dst, const void* data, std::
   m->path = topology_.path(src, dst);
   m->order = engine_.next_order();
   const double now = engine_.clock(src);
-  if (receive_posted) depart(m, std::max(now, m->posted_at));
-  else m->sent_at = now;  // it leaves when its receive is posted
+  m->sent_at = now;
+  if (receive_posted) {
+    depart(m, std::max(now, m->posted_at));
+  } else if (pair.waiting == 0 && pair.ahead + bytes <= window_) {  // ahead of its receive
+    pair.ahead += bytes;
+    depart(m, now);
+  } else {
+    ++pair.waiting;  // leaves when its receive is posted
+  }
   return m;
 }
 
 std::shared_ptr<Message> Network::post_receive(int dst, int src) {
-  Mailbox& box = boxes_[static_cast<std::size_t>(dst)];
+  Pair& pair = boxes_[static_cast<std::size_t>(dst)][src];
   const double now = engine_.clock(dst);
-  std::shared_ptr<Message> m = take_from(box.unexpected, src);
+  std::shared_ptr<Message> m = take_first(pair.unexpected);
   if (m) {
-    depart(m, std::max(now, m->sent_at));
+    if (m->departed) {
+      pair.ahead -= m->bytes;
+    } else {
+      --pair.waiting;
+      depart(m, std::max(now, m->sent_at));
+    }
+    // The window has room again: messages waiting behind this one leave now, in order, as far
+    // as they fit.
+    for (const auto& next : pair.unexpected) {
+      if (next->departed) continue;
+      if (pair.ahead + next->bytes > window_) break;
+      pair.ahead += next->bytes;
+      --pair.waiting;
+      depart(next, std::max(now, next->sent_at));
+    }
     return m;
   }
   m = std::make_shared<Message>();
   m->src = src;
   m->dst = dst;
   m->posted_at = now;
-  box.posted.push_back(m);
+  pair.posted.push_back(m);
   return m;
 }
 
 void Network::depart(const std::shared_ptr<Message>& m, double t) {
+  m->departed = true;
   m->tail = t;
   if (m->path.size == 0) return deliver(*m, t);
   m->in_flight = m;

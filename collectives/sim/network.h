@@ -1,12 +1,15 @@
 // Network: messages between simulated ranks, moving hop by hop in virtual time.
 //
 // Matching is MPI's: rank d's k-th receive from rank s takes s's k-th send to d, whichever is
-// posted first (a receive posted early waits as an empty message). A message leaves when both
-// are posted, at the later of the two clocks: the receiver has room for one message when it
-// asks for it, as NCCL's and the shared-memory link's flow control give it (a message sent
-// ahead would otherwise contend with what the receiver takes first). It enters its path's first
-// hop then; each hop is an event at the time the message's head reaches it (engine.h), so a hop
-// serves messages in the order they arrive:
+// posted first (a receive posted early waits as an empty message). Flow control is a window per
+// pair, as NCCL's (8 slots of a chunk per peer) and the sockets' buffers: a message leaves when
+// it is sent if the bytes s has sent d ahead of d's receives, with it, fit `window`, and no
+// earlier message of the pair waits; otherwise when d's receives make room for it (a receive
+// that takes a message sent ahead frees its bytes at once: the credit's way back is not
+// timed), or its own receive is posted. Pipelined pieces thus flow ahead of their receives,
+// while a large message does not contend with what its receiver is still taking in. A message enters its path's first hop
+// when it leaves; each hop is an event at the time the message's head reaches it (engine.h), so
+// a hop serves messages in the order they arrive:
 //
 //   start = max(head arrives, hop free)          the hop carries one message at a time
 //   tail  = max(start + bytes * beta, tail left the previous hop)
@@ -21,6 +24,7 @@
 #include <cstdint>
 #include <deque>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "collectives/sim/engine.h"
@@ -33,6 +37,7 @@ struct Message {
   std::size_t bytes = 0;
   std::vector<std::byte> payload;  // payload mode: the bytes as they were when sent
   bool sent = false;               // false: a receive posted before its message
+  bool departed = false;           // it has entered its path
   double sent_at = 0, posted_at = 0;  // when the send, and the receive, were posted
   std::uint64_t order = 0;            // the engine's order number of the send: ties at a hop go by it
   bool delivered = false;
@@ -47,8 +52,9 @@ struct Message {
 
 class Network {
  public:
-  /// `topology` and `engine` must outlive the network. `payload`: messages carry their bytes.
-  Network(const Topology& topology, Engine& engine, bool payload);
+  /// `topology` and `engine` must outlive the network. `payload`: messages carry their bytes;
+  /// `window`: bytes a rank may send a peer ahead of its receives.
+  Network(const Topology& topology, Engine& engine, bool payload, std::size_t window);
 
   /// Rank src sends `bytes` at `data` to rank dst at src's clock.
   std::shared_ptr<Message> send(int src, int dst, const void* data, std::size_t bytes);
@@ -67,13 +73,19 @@ class Network {
   void advance(Message* m);
   void deliver(Message& m, double at);
 
-  struct Mailbox {
-    std::deque<std::shared_ptr<Message>> unexpected;  // sent here, no receive posted yet
-    std::deque<std::shared_ptr<Message>> posted;      // receives posted here, not yet sent
+  // Per (sender, receiver): messages sent, no receive posted yet; or receives posted, nothing sent
+  // yet (one of the two is empty). Keyed by sender in the receiver's map: a tree's parent may
+  // hold thousands of pieces from each child.
+  struct Pair {
+    std::deque<std::shared_ptr<Message>> unexpected, posted;
+    std::size_t ahead = 0;  // bytes of unexpected messages that have left
+    int waiting = 0;        // unexpected messages that wait for their receives
   };
+  using Mailbox = std::unordered_map<int, Pair>;
   const Topology& topology_;
   Engine& engine_;
   bool payload_;
+  std::size_t window_;
   std::vector<Mailbox> boxes_;
   std::vector<std::array<double, 2>> figures_;  // per hop: alpha, beta
   std::vector<double> free_;                    // per hop: when it can start the next message

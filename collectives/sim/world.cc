@@ -31,7 +31,7 @@ World::World(Topology topology, WorldOptions options)
     : topology_(std::move(topology)),
       options_(std::move(options)),
       engine_(topology_.world_size(), options_.fibers),
-      network_(topology_, engine_, options_.payload),
+      network_(topology_, engine_, options_.payload, options_.window_chunks * options_.chunk_bytes),
       finish_(static_cast<std::size_t>(topology_.world_size()), 0.0) {
   for (int r = 0; r < size(); ++r) links_.push_back(std::make_unique<SimLink>(*this, r));
 }

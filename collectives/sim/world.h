@@ -35,6 +35,9 @@ struct SimSpan {
 struct WorldOptions {
   bool payload = true;
   std::size_t chunk_bytes = 128 << 10;  // Link::chunk_bytes (CommOptions' default)
+  /// Chunks a rank may send a peer ahead of the peer's receives (network.h): NCCL's 8 slots per
+  /// peer; 0: none.
+  std::size_t window_chunks = 8;
   FiberSwitch fibers = default_fiber_switch();
   /// Called with every operation of every rank, when set (chrome_trace.h records them).
   std::function<void(const SimSpan&)> observer;
