@@ -2,7 +2,8 @@
 // algorithm's time on a simulated network beside the cost model's closed form for it, in
 // nccl-tests' columns. p and the network come from --topology; sizes only by default (nothing is
 // stored or reduced, so 4,096 ranks and gigabytes fit), real buffers checked against the serial
-// reference with --payload.
+// reference with --payload. With --gpt, one training step of the contest's GPT under each
+// layout named (gpt_step.h) instead.
 //
 //   ringgrad-sim -c all_reduce -a ring,tree,hd,hier --topology hosts=4x8,intra=nvlink5,inter=ib800 -b 8 -e 1G
 #include <chrono>
@@ -15,6 +16,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "bench/sim/gpt_step.h"
 #include "cli/numbers.h"
 #include "cli/parse.h"
 #include "collectives/sim/chrome_trace.h"
@@ -27,10 +29,11 @@ using namespace ringgrad::collectives::sim;
 
 struct Options {
   std::string collective = "all_reduce", algos = "ring,tree,hd", topology = "hosts=1x2,intra=shm";
-  std::string min_bytes = "8", max_bytes = "64M", dtype = "float", op = "sum", fibers, trace, json;
+  std::string min_bytes = "8", max_bytes = "64M", dtype = "float", op = "sum", fibers, trace, json, gpt;
   int step_factor = 4, root = 0;
-  std::size_t chunk_bytes = 128 << 10;
+  std::string chunk;  // empty: the topology's (Topology::chunk_bytes)
   bool payload = false;
+  double tflops = 0;
 };
 
 CollKind parse_kind(const std::string& name) {
@@ -67,7 +70,9 @@ int run_table(const Options& o) {
   const std::size_t min_b = ringgrad::cli::parse_bytes(o.min_bytes), max_b = ringgrad::cli::parse_bytes(o.max_bytes);
   if (min_b > max_b) throw std::invalid_argument(fmt::format("-b {} is larger than -e {}", o.min_bytes, o.max_bytes));
   const int p = topology.world_size();
-  const CostModel model = topology.cost_model(o.chunk_bytes);
+  const std::size_t chunk = o.chunk.empty() ? topology.chunk_bytes() : ringgrad::cli::parse_bytes(o.chunk);
+  if (chunk < 8) throw std::invalid_argument(fmt::format("--chunk {}: need 8 bytes or more", o.chunk));
+  const CostModel model = topology.cost_model(chunk);
   std::vector<Algo> algos;
   for (const std::string& name : split(o.algos)) {
     const Algo a = parse_algo(name);
@@ -77,7 +82,7 @@ int run_table(const Options& o) {
   ChromeTrace trace;
   WorldOptions options;
   options.payload = o.payload;
-  options.chunk_bytes = o.chunk_bytes;
+  options.chunk_bytes = chunk;
   if (!o.fibers.empty()) options.fibers = parse_fiber_switch(o.fibers.c_str());
   if (!o.trace.empty()) options.observer = trace.observer();
   World world(topology, options);
@@ -148,13 +153,16 @@ int main(int argc, char** argv) {
   app.add_option("-d,--datatype", o.dtype, "float, double, half, bfloat16, int32, int64, uint8")->capture_default_str();
   app.add_option("-o,--op", o.op, "sum, prod, min, max, avg")->capture_default_str();
   app.add_option("-r,--root", o.root, "root of broadcast, reduce, gather, scatter")->check(ringgrad::cli::at_least(0))->capture_default_str();
-  app.add_option("--chunk", o.chunk_bytes, "Link::chunk_bytes: pieces and segments")->check(ringgrad::cli::at_least(8))->capture_default_str();
+  app.add_option("--chunk", o.chunk, "Link::chunk_bytes, the pieces and segments (K, M suffixes; default: 4M on GPUs, 128K in host memory)");
   app.add_flag("--payload", o.payload, "real buffers, results checked against the serial reference (#wrong)");
   app.add_option("--fibers", o.fibers, "how simulated ranks switch: ucontext or assembly (default: assembly on x86-64)");
   app.add_option("--trace", o.trace, "Chrome trace events of every simulated rank to this file");
   app.add_option("--json", o.json, "also write the rows to this JSON file");
+  app.add_option("--gpt", o.gpt, "instead: one training step of the contest GPT per layout, as 'dp=32;dp=8,tp=4;dp=4,pp=8,m=32'");
+  app.add_option("--tflops", o.tflops, "--gpt: each GPU's achieved TFLOP/s (default 900: 40% of B200's dense bf16)")->check(ringgrad::cli::kPositive);
   if (const auto status = ringgrad::cli::parse(app, argc, argv)) return *status;
   try {
+    if (!o.gpt.empty()) return ringgrad::bench::run_gpt_steps(o.gpt, o.topology, o.tflops, o.trace);
     if (o.root >= Topology::parse(o.topology).world_size())
       throw std::invalid_argument(fmt::format("-r {}: the topology has {} ranks", o.root, Topology::parse(o.topology).world_size()));
     return run_table(o);

@@ -1,8 +1,10 @@
 // Topology: named link figures, hop numbering, paths, and the preset and JSON forms.
 //
-// Hops: out ports of ranks [0, p), in ports [p, 2p), NIC sends [2p, 2p+N), NIC receives
+// Hops: out ports of devices [0, p), in ports [p, 2p), NIC sends [2p, 2p+N), NIC receives
 // [2p+N, 2p+2N) with N NICs (p, or one per host), then H uplinks and H downlinks.
 #include "collectives/sim/topology.h"
+
+#include "collectives/comm_options.h"
 
 #include <charconv>
 #include <fstream>
@@ -43,7 +45,8 @@ const Named& named(std::string_view name) {
 // per byte reduced, a copy reads one and writes one, at HBM3e's 8 TB/s (B200; H100's HBM3: 3.35).
 // CPU: the cost model's default gamma (a float32 sum), a copy half of it (cost_model.cc's Bruck).
 void set_memory(Topology& t, std::string_view intra) {
-  if (intra == "nvlink4" || intra == "nvlink5") {
+  t.device_memory = intra == "nvlink4" || intra == "nvlink5";
+  if (t.device_memory) {
     const double hbm = (intra == "nvlink5" ? 8e12 : 3.35e12);
     t.gamma = 3 / hbm;
     t.copy_beta = 2 / hbm;
@@ -106,12 +109,12 @@ HostLayout Topology::layout() const {
 }
 
 int Topology::hop_count() const {
-  const int p = world_size(), nics = nic_per_rank ? p : hosts;
+  const int p = devices(), nics = nic_per_rank ? p : hosts;
   return 2 * p + 2 * nics + (uplink_beta > 0 ? 2 * hosts : 0);
 }
 
 std::array<double, 2> Topology::hop_figures(int hop) const {
-  const int p = world_size(), nics = nic_per_rank ? p : hosts;
+  const int p = devices(), nics = nic_per_rank ? p : hosts;
   if (hop < p) return {intra.alpha, intra.beta};
   if (hop < 2 * p) return {0, intra.beta};
   if (hop < 2 * p + nics) return {inter.alpha, inter.beta};
@@ -119,8 +122,9 @@ std::array<double, 2> Topology::hop_figures(int hop) const {
   return {0, uplink_beta};
 }
 
-Path Topology::path(int src, int dst) const {
-  const int p = world_size(), nics = nic_per_rank ? p : hosts;
+Path Topology::path(int src_rank, int dst_rank) const {
+  const int p = devices(), nics = nic_per_rank ? p : hosts;
+  const int src = src_rank % p, dst = dst_rank % p;  // devices
   const int hs = host_of(src), hd = host_of(dst);
   if (src == dst) return Path{};
   if (hs == hd) return Path{{src, p + dst}, 2};
@@ -128,6 +132,11 @@ Path Topology::path(int src, int dst) const {
   if (uplink_beta <= 0) return Path{{2 * p + ns, 2 * p + nics + nd}, 2};
   const int up = 2 * p + 2 * nics;
   return Path{{2 * p + ns, up + hs, up + hosts + hd, 2 * p + nics + nd}, 4};
+}
+
+std::size_t Topology::chunk_bytes() const {
+  const CommOptions defaults;
+  return device_memory ? defaults.device_chunk_bytes : defaults.chunk_bytes;
 }
 
 CostModel Topology::cost_model(std::size_t chunk_bytes) const {

@@ -47,9 +47,15 @@ struct Topology {
   double uplink_beta = 0;    // seconds per byte of each host's uplink and downlink; 0: none
   double gamma = 0;          // seconds per byte reduced
   double copy_beta = 0;      // seconds per byte copied
+  bool device_memory = false;  // the ranks are GPUs (reducing in their memory, beside NVLink)
+  /// Simulated ranks per device: a GPU's compute and its communication stream (gpt_step.h).
+  /// Rank s x devices() + d is stream s of device d; the streams of a device share its links and
+  /// reach one another at once.
+  int streams = 1;
 
-  int world_size() const { return hosts * ranks_per_host; }
-  int host_of(int rank) const { return rank / ranks_per_host; }
+  int devices() const { return hosts * ranks_per_host; }
+  int world_size() const { return devices() * streams; }
+  int host_of(int rank) const { return rank % devices() / ranks_per_host; }
   HostLayout layout() const;
 
   /// Hops are numbered 0 .. hop_count()-1; hop_figures(h) = {alpha, beta} of hop h.
@@ -57,6 +63,9 @@ struct Topology {
   std::array<double, 2> hop_figures(int hop) const;
   Path path(int src, int dst) const;
 
+  /// The piece size ringgrad's links cut transfers into for these ranks (comm_options.h): 4 MiB
+  /// on GPUs (device_chunk_bytes), 128 KiB in host memory (chunk_bytes).
+  std::size_t chunk_bytes() const;
   /// The closed-form model of the same network: alpha and beta between hosts (inside one when
   /// hosts == 1), alpha_local and beta_local inside one, gamma, and `chunk_bytes`.
   CostModel cost_model(std::size_t chunk_bytes) const;
