@@ -40,7 +40,7 @@ TEST_CASE("data parallelism splits the compute and adds the exposed all-reduce",
   CHECK(t.step == Approx(t.compute + t.comm).epsilon(1e-9));
 }
 
-TEST_CASE("a pipeline's ranks wait for its bubble; tensor parallelism's all-reduces are exposed", "[sim]") {
+TEST_CASE("a pipeline's ranks wait for its bubble and tensor parallelism's all-reduces are exposed", "[sim]") {
   const GptShape shape{4, 256, 128, 65, 8};
   const Topology t = Topology::parse("hosts=1x4,intra=nvlink5");
   const auto pp = bench::simulate_gpt_step(t, shape, Layout{1, 1, 4, 1, 4}, kFlops, nullptr);
