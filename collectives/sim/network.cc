@@ -19,13 +19,13 @@ std::shared_ptr<Message> take_first(std::deque<std::shared_ptr<Message>>& queue)
 
 Network::Network(const Topology& topology, Engine& engine, bool payload, std::size_t window)
     : topology_(topology), engine_(engine), payload_(payload), window_(window) {
-  for (int h = 0; h < topology.hop_count(); ++h) figures_.push_back(topology.hop_figures(h));
+  for (int h = 0; h < topology.hop_count(); ++h) beta_.push_back(topology.hop_beta(h));
   reset();
 }
 
 void Network::reset() {
   boxes_.assign(static_cast<std::size_t>(topology_.world_size()), Mailbox{});
-  free_.assign(figures_.size(), 0.0);
+  free_.assign(beta_.size(), 0.0);
 }
 
 std::shared_ptr<Message> Network::send(int src, int dst, const void* data, std::size_t bytes) {
@@ -99,7 +99,7 @@ void Network::depart(const std::shared_ptr<Message>& m, double t) {
 
 void Network::advance(Message* m) {
   const auto h = static_cast<std::size_t>(m->path.hops[static_cast<std::size_t>(m->next_hop)]);
-  const auto [alpha, beta] = figures_[h];
+  const double beta = beta_[h], alpha = m->next_hop == 0 ? m->path.alpha : 0.0;
   const double start = std::max(engine_.now(), free_[h]);
   const double tail = std::max(start + static_cast<double>(m->bytes) * beta, m->tail);
   free_[h] = tail;

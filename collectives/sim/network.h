@@ -13,7 +13,7 @@
 //
 //   start = max(head arrives, hop free)          the hop carries one message at a time
 //   tail  = max(start + bytes * beta, tail left the previous hop)
-//   hop free again at tail; the head moves on at start + alpha, the tail at tail + alpha
+//   hop free again at tail; head and tail move on, after the path's alpha at the first hop
 //
 // and the message is delivered when its tail leaves the last hop. Idle hops cost
 // alpha + bytes * (largest beta): the tail follows the head through every hop at once. A send
@@ -87,7 +87,7 @@ class Network {
   bool payload_;
   std::size_t window_;
   std::vector<Mailbox> boxes_;
-  std::vector<std::array<double, 2>> figures_;  // per hop: alpha, beta
+  std::vector<double> beta_;                    // per hop: seconds per byte
   std::vector<double> free_;                    // per hop: when it can start the next message
 };
 

@@ -27,11 +27,11 @@ constexpr double kUs = 1e-6, kGB = 1e9;
 struct Named {
   const char* name;
   double alpha_us, gb_per_s;
-  bool gpu;  // the ranks beside it reduce in GPU memory
+  bool duplex;
 };
 constexpr Named kNamed[] = {
-    {"shm", 4.0, 2.9, false},       {"tcp", 12.0, 1.6, false},      {"tcp1g", 110.0, 0.117, false},
-    {"nvlink4", 3.4, 450, true},    {"nvlink5", 3.4, 900, true},    {"ib400", 9.6, 50, true},
+    {"shm", 0.58, 23.1, true},     {"tcp", 12.0, 1.6, true},      {"tcp1g", 110.0, 0.117, true},
+    {"nvlink4", 3.4, 450, true},   {"nvlink5", 3.4, 900, true},   {"ib400", 9.6, 50, true},
     {"ib800", 9.6, 100, true},
 };
 
@@ -60,7 +60,7 @@ LinkFigures figures_from_json(const nlohmann::json& j, const char* key) {
   if (j.is_string()) return link_figures(j.get<std::string>());
   if (!j.is_object() || !j.contains("alpha_us") || !j.contains("GBps"))
     throw std::invalid_argument(fmt::format("topology: \"{}\" must be a link's name or {{\"alpha_us\": .., \"GBps\": ..}}", key));
-  return LinkFigures{key, j["alpha_us"].get<double>() * kUs, 1 / (j["GBps"].get<double>() * kGB)};
+  return LinkFigures{key, j["alpha_us"].get<double>() * kUs, 1 / (j["GBps"].get<double>() * kGB), j.value("duplex", true)};
 }
 
 Topology from_json(const std::string& file) {
@@ -99,7 +99,7 @@ int parse_int(std::string_view s, const char* what) {
 
 LinkFigures link_figures(std::string_view name) {
   const Named& n = named(name);
-  return LinkFigures{n.name, n.alpha_us * kUs, 1 / (n.gb_per_s * kGB)};
+  return LinkFigures{n.name, n.alpha_us * kUs, 1 / (n.gb_per_s * kGB), n.duplex};
 }
 
 HostLayout Topology::layout() const {
@@ -113,13 +113,11 @@ int Topology::hop_count() const {
   return 2 * p + 2 * nics + (uplink_beta > 0 ? 2 * hosts : 0);
 }
 
-std::array<double, 2> Topology::hop_figures(int hop) const {
+double Topology::hop_beta(int hop) const {
   const int p = devices(), nics = nic_per_rank ? p : hosts;
-  if (hop < p) return {intra.alpha, intra.beta};
-  if (hop < 2 * p) return {0, intra.beta};
-  if (hop < 2 * p + nics) return {inter.alpha, inter.beta};
-  if (hop < 2 * p + 2 * nics) return {0, inter.beta};
-  return {0, uplink_beta};
+  if (hop < 2 * p) return intra.beta;
+  if (hop < 2 * p + 2 * nics) return inter.beta;
+  return uplink_beta;
 }
 
 Path Topology::path(int src_rank, int dst_rank) const {
@@ -127,11 +125,11 @@ Path Topology::path(int src_rank, int dst_rank) const {
   const int src = src_rank % p, dst = dst_rank % p;  // devices
   const int hs = host_of(src), hd = host_of(dst);
   if (src == dst) return Path{};
-  if (hs == hd) return Path{{src, p + dst}, 2};
+  if (hs == hd) return Path{{src, intra.duplex ? p + dst : dst}, 2, intra.alpha};
   const int ns = nic_per_rank ? src : hs, nd = nic_per_rank ? dst : hd;
-  if (uplink_beta <= 0) return Path{{2 * p + ns, 2 * p + nics + nd}, 2};
+  if (uplink_beta <= 0) return Path{{2 * p + ns, 2 * p + nics + nd}, 2, inter.alpha};
   const int up = 2 * p + 2 * nics;
-  return Path{{2 * p + ns, up + hs, up + hosts + hd, 2 * p + nics + nd}, 4};
+  return Path{{2 * p + ns, up + hs, up + hosts + hd, 2 * p + nics + nd}, 4, inter.alpha};
 }
 
 std::size_t Topology::chunk_bytes() const {
@@ -153,7 +151,7 @@ CostModel Topology::cost_model(std::size_t chunk_bytes) const {
 
 std::string Topology::describe() const {
   auto link = [](const LinkFigures& f) {
-    return fmt::format("{} ({:.1f} us, {:.3g} GB/s)", f.name, f.alpha / kUs, 1 / f.beta / kGB);
+    return fmt::format("{} ({:.2f} us, {:.3g} GB/s{})", f.name, f.alpha / kUs, 1 / f.beta / kGB, f.duplex ? "" : ", one port each way");
   };
   std::string s = fmt::format("{} host{} x {} rank{}; inside a host {}", hosts, hosts == 1 ? "" : "s", ranks_per_host,
                               ranks_per_host == 1 ? "" : "s", link(intra));

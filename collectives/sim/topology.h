@@ -1,18 +1,21 @@
 // Topology: where the simulated ranks sit and what joins them. H hosts of L ranks each. Inside a
 // host every rank has a port into the host's fabric (shared memory, an NVLink switch); between
 // hosts, NICs (one per rank, "rails", or one per host shared by its ranks) behind a switch, and
-// optionally each host's uplink to it (a tapered fat tree). A hop is one direction of one link:
-// alpha seconds of latency, beta seconds per byte, one message at a time (network.h). Paths:
+// optionally each host's uplink to it (a tapered fat tree). A hop is one direction of one link
+// (beta seconds per byte, one message at a time: network.h); a path is its hops and one alpha,
+// its latency:
 //
 //   same host:        out port of s  ->  in port of d
 //   different hosts:  NIC of s (send) [-> uplink of s's host -> downlink of d's host] -> NIC of d (receive)
 //
-// A path's alpha sits on its first hop (the others have 0), so an idle path costs
-// alpha + bytes * (largest beta on it): cut-through, as networks forward. Each rank also
-// reduces (gamma seconds per byte) and copies (seconds per byte) in its own memory.
+// An idle path costs alpha + bytes * (largest beta on it): cut-through, as networks forward.
+// A link that is not duplex (a JSON file's "duplex": false) has one port a rank, carrying what
+// it sends and what it receives one after the other. Each rank also reduces (gamma seconds per
+// byte) and copies (seconds per byte) in its own memory.
 #pragma once
 
 #include <array>
+#include <cstddef>
 #include <string>
 #include <string_view>
 
@@ -24,8 +27,9 @@ namespace ringgrad::collectives::sim {
 /// One kind of link: latency and time per byte, each direction.
 struct LinkFigures {
   std::string name;
-  double alpha = 0;  // seconds
-  double beta = 0;   // seconds per byte
+  double alpha = 0;     // seconds
+  double beta = 0;      // seconds per byte
+  bool duplex = true;   // false: sending and receiving share the rank's port
 };
 
 /// Figures by name (docs/sim.md gives each one's source): "shm", "tcp" (loopback), "tcp1g" (the
@@ -33,10 +37,11 @@ struct LinkFigures {
 /// std::invalid_argument listing them for another name.
 LinkFigures link_figures(std::string_view name);
 
-/// The hops of one message, in order.
+/// The hops of one message, in order, and its latency.
 struct Path {
   std::array<int, 4> hops{};
   int size = 0;
+  double alpha = 0;
 };
 
 struct Topology {
@@ -58,9 +63,9 @@ struct Topology {
   int host_of(int rank) const { return rank % devices() / ranks_per_host; }
   HostLayout layout() const;
 
-  /// Hops are numbered 0 .. hop_count()-1; hop_figures(h) = {alpha, beta} of hop h.
+  /// Hops are numbered 0 .. hop_count()-1; hop_beta(h): seconds per byte of hop h.
   int hop_count() const;
-  std::array<double, 2> hop_figures(int hop) const;
+  double hop_beta(int hop) const;
   Path path(int src, int dst) const;
 
   /// The piece size ringgrad's links cut transfers into for these ranks (comm_options.h): 4 MiB
@@ -74,7 +79,7 @@ struct Topology {
 
   /// A preset, "hosts=4x8,intra=nvlink5,inter=ib800[,nic=rank|host][,uplink=GBPS]", or the path
   /// of a JSON file (ending in .json): {"hosts": 4, "ranks_per_host": 8, "intra": "nvlink5" or
-  /// {"alpha_us": 3.4, "GBps": 900}, "inter": ..., "nic": "rank", "uplink_GBps": 400,
+  /// {"alpha_us": 3.4, "GBps": 900, "duplex": true}, "inter": ..., "nic": "rank", "uplink_GBps": 400,
   /// "reduce_GBps": ..., "copy_GBps": ...}. Reduction and copy speeds default to the host's kind:
   /// GPU memory beside NVLink, this CPU beside shm and tcp. Throws std::invalid_argument naming
   /// the key and what it accepts.
