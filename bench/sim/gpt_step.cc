@@ -34,7 +34,7 @@ struct Grid {
     const int n = dim == 'd' ? l.dp : dim == 'p' ? l.pp : dim == 'c' ? l.cp : l.tp;
     for (int i = 0; i < n; ++i)
       out.push_back(stream * l.dp * l.pp * l.cp * l.tp + rank(dim == 'd' ? i : dp_of(g), dim == 'p' ? i : pp_of(g),
-                                                               dim == 'c' ? i : cp_of(g), dim == 't' ? i : tp_of(g)));
+                                                              dim == 'c' ? i : cp_of(g), dim == 't' ? i : tp_of(g)));
     return out;
   }
 };
@@ -78,7 +78,12 @@ Layout parse_layout(std::string_view text) {
     const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), v);
     if (ec != std::errc() || end != digits.data() + digits.size() || v < 1)
       throw std::invalid_argument(fmt::format("layout '{}': '{}' is not KEY=N with N >= 1", text, item));
-    int* field = key == "dp" ? &l.dp : key == "tp" ? &l.tp : key == "pp" ? &l.pp : key == "cp" ? &l.cp : key == "m" ? &l.micro_batches : nullptr;
+    int* field = key == "dp"   ? &l.dp
+                 : key == "tp" ? &l.tp
+                 : key == "pp" ? &l.pp
+                 : key == "cp" ? &l.cp
+                 : key == "m"  ? &l.micro_batches
+                               : nullptr;
     if (!field) throw std::invalid_argument(fmt::format("layout '{}': unknown '{}': expected dp, tp, pp, cp or m", text, key));
     *field = v;
   }
@@ -90,11 +95,13 @@ StepTimes simulate_gpt_step(Topology topology, const GptShape& s, const Layout& 
   if (l.micro_batches == 0) l.micro_batches = l.pp > 1 ? 4 * l.pp : 1;
   const int G = l.dp * l.tp * l.pp * l.cp, m = l.micro_batches;
   if (G != topology.devices())
-    throw std::invalid_argument(fmt::format("dp {} x tp {} x pp {} x cp {} = {} GPUs, the topology has {}", l.dp, l.tp, l.pp, l.cp, G, topology.devices()));
+    throw std::invalid_argument(fmt::format("dp {} x tp {} x pp {} x cp {} = {} GPUs, the topology has {}", l.dp, l.tp, l.pp,
+                                            l.cp, G, topology.devices()));
   if (s.batch % (l.dp * m) || s.n_layer < l.pp || s.n_embd % l.tp || s.block_size % l.cp)
-    throw std::invalid_argument(fmt::format("batch {} by dp x m = {}, C {} by tp {}, T {} by cp {}: each must divide; and "
-                                            "{} layers for pp {} stages", s.batch, l.dp * m, s.n_embd, l.tp, s.block_size, l.cp,
-                                            s.n_layer, l.pp));
+    throw std::invalid_argument(
+        fmt::format("batch {} by dp x m = {}, C {} by tp {}, T {} by cp {}: each must divide; and "
+                    "{} layers for pp {} stages",
+                    s.batch, l.dp * m, s.n_embd, l.tp, s.block_size, l.cp, s.n_layer, l.pp));
   topology.streams = 2;  // stream 1: DDP's
   WorldOptions options;
   options.payload = false;
@@ -107,9 +114,9 @@ StepTimes simulate_gpt_step(Topology topology, const GptShape& s, const Layout& 
   const double C = s.n_embd, T = s.block_size, tokens = static_cast<double>(s.batch / l.dp / m) * T / l.cp;
   const double attention_s = tokens * (8 * C * C + 4 * T * C) / l.tp / flops, mlp_s = tokens * 16 * C * C / l.tp / flops;
   const double head_s = tokens * 2 * C * s.vocab / l.tp / flops;
-  const auto act = static_cast<std::size_t>(tokens * C);                // elements, bf16
-  const auto kv = static_cast<std::size_t>(2 * tokens * C / l.tp);      // K and V of this rank's heads
-  const auto grads = static_cast<std::size_t>(12 * C * C / l.tp);       // one layer's, fp32
+  const auto act = static_cast<std::size_t>(tokens * C);            // elements, bf16
+  const auto kv = static_cast<std::size_t>(2 * tokens * C / l.tp);  // K and V of this rank's heads
+  const auto grads = static_cast<std::size_t>(12 * C * C / l.tp);   // one layer's, fp32
   // Stage k holds layers [n k / pp, n (k+1) / pp): 12 layers on 8 stages are 1, 2, 1, 2, ...
   auto layers_of = [&](int stage) { return s.n_layer * (stage + 1) / l.pp - s.n_layer * stage / l.pp; };
   std::byte* buf = world.unbacked(8 * (act + kv + grads) + 64);
@@ -137,7 +144,8 @@ StepTimes simulate_gpt_step(Topology topology, const GptShape& s, const Layout& 
     auto cp_ring = [&](std::size_t count) {  // cp-1 steps: a block to the next rank, one from the previous
       const int c = cp_link.rank();
       for (int k = 1; k < l.cp; ++k)
-        timed(t.comm, [&] { cp_link.send_recv((c + 1) % l.cp, buf, count * 2, (c + l.cp - 1) % l.cp, buf + count * 2, count * 2); });
+        timed(t.comm,
+              [&] { cp_link.send_recv((c + 1) % l.cp, buf, count * 2, (c + l.cp - 1) % l.cp, buf + count * 2, count * 2); });
     };
     std::vector<Pending> sends;
     std::byte signal{};
@@ -151,12 +159,16 @@ StepTimes simulate_gpt_step(Topology topology, const GptShape& s, const Layout& 
           compute(mlp_s, "forward mlp");
           tp_all_reduce();
         }
-        if (next < 0) compute(head_s, "forward head");
-        else link.isend(next, buf, act * 2, sends);
+        if (next < 0)
+          compute(head_s, "forward head");
+        else
+          link.isend(next, buf, act * 2, sends);
         continue;
       }
-      if (next >= 0) timed(t.pipeline, [&] { link.recv(next, buf, act * 2); });
-      else compute(2 * head_s, "backward head");
+      if (next >= 0)
+        timed(t.pipeline, [&] { link.recv(next, buf, act * 2); });
+      else
+        compute(2 * head_s, "backward head");
       for (int layer = 0; layer < layers; ++layer) {
         tp_all_reduce();
         compute(2 * mlp_s, "backward mlp");
@@ -184,8 +196,10 @@ StepTimes simulate_gpt_step(Topology topology, const GptShape& s, const Layout& 
   };
 
   world.run([&](SimLink& link) {
-    if (link.rank() < G) compute_stream(link, link.rank());
-    else ddp_stream(link, link.rank() - G);
+    if (link.rank() < G)
+      compute_stream(link, link.rank());
+    else
+      ddp_stream(link, link.rank() - G);
   });
   int last = 0;
   for (int g = 0; g < G; ++g)
@@ -198,12 +212,13 @@ int run_gpt_steps(const std::string& layouts, const std::string& topology_spec, 
   const Topology topology = Topology::parse(topology_spec);
   const GptShape shape;
   const double flops = (tflops > 0 ? tflops : 900) * 1e12;
-  fmt::print("# one step of the contest GPT ({} layers, C {}, T {}, V {}, batch {} sequences) on {} simulated GPUs\n", shape.n_layer,
-             shape.n_embd, shape.block_size, shape.vocab, shape.batch, topology.devices());
+  fmt::print("# one step of the contest GPT ({} layers, C {}, T {}, V {}, batch {} sequences) on {} simulated GPUs\n",
+             shape.n_layer, shape.n_embd, shape.block_size, shape.vocab, shape.batch, topology.devices());
   fmt::print("# topology: {}\n", topology.describe());
   fmt::print("# compute at {:.0f} TFLOP/s per GPU{}; the optimizer step left out\n#\n", flops / 1e12,
              tflops > 0 ? "" : " (40% of B200's 2,250 dense bf16)");
-  fmt::print("# {:<18} {:>4} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8}\n", "layout", "m", "step", "compute", "comm", "pipeline", "comm", "wall");
+  fmt::print("# {:<18} {:>4} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8}\n", "layout", "m", "step", "compute", "comm", "pipeline",
+             "comm", "wall");
   fmt::print("# {:<18} {:>4} {:>10} {:>10} {:>10} {:>10} {:>7} {:>8}\n", "", "", "(ms)", "(ms)", "(ms)", "(ms)", "share", "(s)");
   ChromeTrace trace;
   std::string best;

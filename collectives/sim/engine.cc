@@ -12,7 +12,9 @@
 namespace ringgrad::collectives::sim {
 
 Engine::Engine(int ranks, FiberSwitch how, std::size_t stack_bytes)
-    : clocks_(static_cast<std::size_t>(ranks), 0.0), blocked_(static_cast<std::size_t>(ranks)), how_(how),
+    : clocks_(static_cast<std::size_t>(ranks), 0.0),
+      blocked_(static_cast<std::size_t>(ranks)),
+      how_(how),
       stack_bytes_(stack_bytes) {}
 
 Engine::~Engine() = default;

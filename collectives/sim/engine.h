@@ -73,7 +73,7 @@ class Engine {
   };
   std::vector<Wait> blocked_;  // per rank
   int running_ = -1;
-  std::vector<int> ready_;                             // ranks to run, in the order woken
+  std::vector<int> ready_;     // ranks to run, in the order woken
   std::vector<Event> events_;  // a min-heap on (time, order)
   std::vector<std::function<void()>> actions_;
   std::vector<std::size_t> free_slots_;

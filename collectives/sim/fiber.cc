@@ -63,6 +63,15 @@ constexpr bool kHaveAssembly = true;
 constexpr bool kHaveAssembly = false;
 #endif
 
+namespace {
+
+// makecontext's entry: Fiber::start with the fiber's pointer rebuilt from two ints.
+void start_from_halves(unsigned hi, unsigned lo) {
+  Fiber::start(reinterpret_cast<Fiber*>((static_cast<std::uintptr_t>(hi) << 32) | lo));
+}
+
+}  // namespace
+
 FiberSwitch default_fiber_switch() { return kHaveAssembly ? FiberSwitch::kAssembly : FiberSwitch::kUcontext; }
 
 const char* fiber_switch_name(FiberSwitch how) { return how == FiberSwitch::kAssembly ? "assembly" : "ucontext"; }
@@ -75,14 +84,14 @@ FiberSwitch parse_fiber_switch(const char* name) {
   throw std::invalid_argument("unknown fiber switch '" + s + "': expected ucontext or assembly");
 }
 
-Fiber::Fiber(std::function<void()> body, std::size_t stack_bytes, FiberSwitch how)
-    : body_(std::move(body)), how_(how) {
+Fiber::Fiber(std::function<void()> body, std::size_t stack_bytes, FiberSwitch how) : body_(std::move(body)), how_(how) {
   const auto page = static_cast<std::size_t>(::sysconf(_SC_PAGESIZE));
   const std::size_t stack = (stack_bytes + page - 1) / page * page;
   mapped_ = stack + page;
   // MAP_NORESERVE: only the pages a rank touches are ever backed (a few KiB of each stack).
   void* m = ::mmap(nullptr, mapped_, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_STACK, -1, 0);
-  if (m == MAP_FAILED) throw std::system_error(errno, std::generic_category(), "fiber: mapping a stack of " + std::to_string(mapped_) + " bytes");
+  if (m == MAP_FAILED)
+    throw std::system_error(errno, std::generic_category(), "fiber: mapping a stack of " + std::to_string(mapped_) + " bytes");
   mapping_ = static_cast<std::byte*>(m);
   ::mprotect(mapping_, page, PROT_NONE);  // the guard page, at the low end: stacks grow down
   std::byte* top = mapping_ + mapped_;
@@ -93,18 +102,21 @@ Fiber::Fiber(std::function<void()> body, std::size_t stack_bytes, FiberSwitch ho
     context_.uc_link = nullptr;
     // makecontext passes ints: the pointer goes in two halves.
     const auto bits = reinterpret_cast<std::uintptr_t>(this);
-    ::makecontext(&context_, reinterpret_cast<void (*)()>(+[](unsigned hi, unsigned lo) {
-                    start(reinterpret_cast<Fiber*>((static_cast<std::uintptr_t>(hi) << 32) | lo));
-                  }), 2, static_cast<unsigned>(bits >> 32), static_cast<unsigned>(bits & 0xffffffffu));
+    ::makecontext(&context_, reinterpret_cast<void (*)()>(&start_from_halves), 2, static_cast<unsigned>(bits >> 32),
+                  static_cast<unsigned>(bits & 0xffffffffu));
   } else {
 #if defined(__x86_64__)
     // What ringgrad_fiber_switch pops, lowest address first: x87 control word, MXCSR, r15, r14,
     // r13 (the function), r12 (its argument), rbx, rbp, the return address. After the `ret` the
     // stack pointer is 16-byte aligned, as the `call` in ringgrad_fiber_entry needs.
     auto* frame = reinterpret_cast<std::uint64_t*>(top - 88);
-    const std::uint64_t values[9] = {0x037F, 0x1F80, 0, 0, reinterpret_cast<std::uint64_t>(&Fiber::start),
-                                     reinterpret_cast<std::uint64_t>(this), 0, 0,
-                                     reinterpret_cast<std::uint64_t>(&ringgrad_fiber_entry)};
+    const std::uint64_t values[9] = {
+        0x037F, 0x1F80,                                   // the control words' defaults
+        0, 0,                                             // r15, r14
+        reinterpret_cast<std::uint64_t>(&Fiber::start),   // r13
+        reinterpret_cast<std::uint64_t>(this),            // r12
+        0, 0,                                             // rbx, rbp
+        reinterpret_cast<std::uint64_t>(&ringgrad_fiber_entry)};
     std::memcpy(frame, values, sizeof values);
     stack_pointer_ = frame;
 #else

@@ -44,9 +44,10 @@ class Fiber {
   /// From inside this fiber's body: back to resume()'s caller, until the next resume().
   void suspend();
   bool finished() const { return finished_; }
+  /// The bottom frame of a fiber's stack, where the first switch onto it lands; not for callers.
+  static void start(Fiber* self);
 
  private:
-  static void start(Fiber* self);  // the bottom frame of the fiber's stack
   void switch_in();
   void switch_out();
 
@@ -54,9 +55,9 @@ class Fiber {
   FiberSwitch how_;
   std::byte* mapping_ = nullptr;  // guard page, then the stack
   std::size_t mapped_ = 0;
-  ucontext_t context_{}, caller_context_{};     // kUcontext
-  void* stack_pointer_ = nullptr;                // kAssembly: the fiber's saved stack pointer
-  void* caller_stack_pointer_ = nullptr;         //            and its resumer's
+  ucontext_t context_{}, caller_context_{};  // kUcontext
+  void* stack_pointer_ = nullptr;            // kAssembly: the fiber's saved stack pointer
+  void* caller_stack_pointer_ = nullptr;     //            and its resumer's
   std::exception_ptr error_;
   bool finished_ = false;
 };

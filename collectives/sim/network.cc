@@ -92,7 +92,10 @@ std::shared_ptr<Message> Network::post_receive(int dst, int src) {
 void Network::depart(const std::shared_ptr<Message>& m, double t) {
   m->departed = true;
   m->tail = t;
-  if (m->path.size == 0) return deliver(*m, t);
+  if (m->path.size == 0) {
+    sent_off(*m, t);
+    return deliver(*m, t);
+  }
   m->in_flight = m;
   engine_.at(t, m->order, [this, p = m.get()] { advance(p); });
 }
@@ -104,25 +107,40 @@ void Network::advance(Message* m) {
   const double tail = std::max(start + static_cast<double>(m->bytes) * beta, m->tail);
   free_[h] = tail;
   m->tail = tail + alpha;
-  if (++m->next_hop < m->path.size) engine_.at(start + alpha, m->order, [this, m] { advance(m); });
-  else deliver(*m, m->tail);
+  if (m->next_hop == 0) sent_off(*m, tail);
+  if (++m->next_hop < m->path.size)
+    engine_.at(start + alpha, m->order, [this, m] { advance(m); });
+  else
+    deliver(*m, m->tail);
+}
+
+void Network::sent_off(Message& m, double at) {
+  m.left = true;
+  m.left_at = at;
+  if (m.sender_waits) engine_.wake(m.src);
 }
 
 void Network::deliver(Message& m, double at) {
   m.delivered = true;
   m.arrival = at;
   if (m.receiver_waits) engine_.wake(m.dst);
-  if (m.sender_waits) engine_.wake(m.src);
   const std::shared_ptr<Message> last = std::move(m.in_flight);  // may free m: nothing follows
 }
 
 void Network::wait(int rank, Message& m) {
-  while (!m.delivered) {
-    const bool receiving = rank == m.dst;
-    (receiving ? m.receiver_waits : m.sender_waits) = true;
-    engine_.block(rank, receiving ? "a message from rank" : "the delivery of its message to rank", receiving ? m.src : m.dst);
-  }
   double& clock = engine_.clock(rank);
+  if (rank != m.dst) {  // the sender
+    while (!m.left) {
+      m.sender_waits = true;
+      engine_.block(rank, "its message to leave for rank", m.dst);
+    }
+    clock = std::max(clock, m.left_at);
+    return;
+  }
+  while (!m.delivered) {
+    m.receiver_waits = true;
+    engine_.block(rank, "a message from rank", m.src);
+  }
   clock = std::max(clock, m.arrival);
 }
 

@@ -17,7 +17,8 @@
 //
 // and the message is delivered when its tail leaves the last hop. Idle hops cost
 // alpha + bytes * (largest beta): the tail follows the head through every hop at once. A send
-// completes when its message is delivered; its bytes (payload mode) are copied when it is sent.
+// completes when its tail has left the sender's first hop (its buffer is free again, as
+// MPI_Send returns); its bytes (payload mode) are copied when it is sent.
 #pragma once
 
 #include <cstddef>
@@ -35,15 +36,17 @@ namespace ringgrad::collectives::sim {
 struct Message {
   int src = -1, dst = -1;
   std::size_t bytes = 0;
-  std::vector<std::byte> payload;  // payload mode: the bytes as they were when sent
-  bool sent = false;               // false: a receive posted before its message
-  bool departed = false;           // it has entered its path
+  std::vector<std::byte> payload;     // payload mode: the bytes as they were when sent
+  bool sent = false;                  // false: a receive posted before its message
+  bool departed = false;              // it has entered its path
   double sent_at = 0, posted_at = 0;  // when the send, and the receive, were posted
   std::uint64_t order = 0;            // the engine's order number of the send: ties at a hop go by it
+  bool left = false;
+  double left_at = 0;  // when its tail left the sender's first hop
   bool delivered = false;
-  double arrival = 0;              // when its tail reached dst
+  double arrival = 0;  // when its tail reached dst
   bool receiver_waits = false, sender_waits = false;
-  Path path;                       // in flight: its hops, the next one, when its tail left the last
+  Path path;  // in flight: its hops, the next one, when its tail left the last
   int next_hop = 0;
   double tail = 0;
   std::shared_ptr<Message> in_flight;  // itself from departure to delivery: the hop events hold a
@@ -60,8 +63,8 @@ class Network {
   std::shared_ptr<Message> send(int src, int dst, const void* data, std::size_t bytes);
   /// Posts rank dst's next receive from rank src (matched in post order with src's sends to dst).
   std::shared_ptr<Message> post_receive(int dst, int src);
-  /// From inside rank `rank` (m's sender or receiver): waits until m is delivered, then moves
-  /// the rank's clock to its arrival if that is later.
+  /// From inside rank `rank`: m's receiver waits until m is delivered, its sender until m has
+  /// left it; then the rank's clock moves to that time if it is later.
   void wait(int rank, Message& m);
 
   /// Forgets every message and makes every hop idle (a fresh run on the same network).
@@ -71,6 +74,7 @@ class Network {
   // The message enters its first hop at virtual time t (now, or later).
   void depart(const std::shared_ptr<Message>& m, double t);
   void advance(Message* m);
+  void sent_off(Message& m, double at);
   void deliver(Message& m, double at);
 
   // Per (sender, receiver): messages sent, no receive posted yet; or receives posted, nothing sent
@@ -87,8 +91,8 @@ class Network {
   bool payload_;
   std::size_t window_;
   std::vector<Mailbox> boxes_;
-  std::vector<double> beta_;                    // per hop: seconds per byte
-  std::vector<double> free_;                    // per hop: when it can start the next message
+  std::vector<double> beta_;  // per hop: seconds per byte
+  std::vector<double> free_;  // per hop: when it can start the next message
 };
 
 }  // namespace ringgrad::collectives::sim

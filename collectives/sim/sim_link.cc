@@ -32,8 +32,10 @@ std::shared_ptr<Message> SimLink::post_send(int to, const void* data, std::size_
 void SimLink::take(Message& m, void* into, std::size_t bytes) {
   network_.wait(rank(), m);
   if (m.bytes != bytes)
-    throw transport::TransportError(fmt::format("rank {}: a receive of {} bytes from rank {} met a message of {} bytes "
-                                                "(the ranks disagree on the collective)", rank(), bytes, m.src, m.bytes));
+    throw transport::TransportError(
+        fmt::format("rank {}: a receive of {} bytes from rank {} met a message of {} bytes "
+                    "(the ranks disagree on the collective)",
+                    rank(), bytes, m.src, m.bytes));
   if (payload_ && into) std::memcpy(into, m.payload.data(), bytes);
 }
 
@@ -81,8 +83,8 @@ void SimLink::send_recv_framed(int to, std::span<const std::byte> head, std::spa
     std::memcpy(their_head.data(), in->payload.data(), their_head.size());
     const std::span<std::byte> their_body = body_for(their_head);
     if (in->bytes != their_head.size() + their_body.size())
-      throw transport::TransportError(fmt::format("rank {}: rank {} sent {} bytes behind its head, which says {}", rank(),
-                                                  from, in->bytes - their_head.size(), their_body.size()));
+      throw transport::TransportError(fmt::format("rank {}: rank {} sent {} bytes behind its head, which says {}", rank(), from,
+                                                  in->bytes - their_head.size(), their_body.size()));
     if (payload_ && !their_body.empty())
       std::memcpy(their_body.data(), in->payload.data() + their_head.size(), their_body.size());
   }

@@ -18,8 +18,8 @@ class SimLink final : public Link {
   SimLink(World& world, int rank);
 
   void send_recv(int to, const void* send, std::size_t send_bytes, int from, void* recv, std::size_t recv_bytes) override;
-  void send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst, const void* a,
-                        std::size_t count, DType dtype, ReduceOp op) override;
+  void send_recv_reduce(int to, const void* send, std::size_t send_bytes, int from, void* dst, const void* a, std::size_t count,
+                        DType dtype, ReduceOp op) override;
   void send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
                         std::span<std::byte> their_head, const BodyDestination& body_for) override;
   void isend(int to, const void* data, std::size_t bytes, std::vector<Pending>& pending) override;

@@ -50,7 +50,8 @@ std::vector<std::byte> input(const Call& c, int p, int r) {
 // gather's non-roots, a sending rank of send/recv).
 std::vector<std::byte> expected(const Call& c, int p, int r) {
   switch (c.kind) {
-    case CollKind::kBarrier: return {};
+    case CollKind::kBarrier:
+      return {};
     case CollKind::kReduce:
     case CollKind::kGather:
       if (r != c.root) return {};
@@ -69,7 +70,8 @@ std::vector<std::byte> expected(const Call& c, int p, int r) {
       }
       return all;
     }
-    default: break;
+    default:
+      break;
   }
   return reference::expected_output(c.kind, p, r, c.count, c.op, c.dtype, c.root);
 }
@@ -86,7 +88,8 @@ void run_call(SimLink& link, const Call& c, const std::byte* send, std::byte* re
     }
     case CollKind::kAllToAllV: {
       std::vector<std::size_t> sends, recvs;
-      for (int q = 0; q < p; ++q) sends.push_back(all_to_all_v_count(r, q, c.count)), recvs.push_back(all_to_all_v_count(q, r, c.count));
+      for (int q = 0; q < p; ++q)
+        sends.push_back(all_to_all_v_count(r, q, c.count)), recvs.push_back(all_to_all_v_count(q, r, c.count));
       return pairwise_all_to_all_v(link, args, sends, recvs);
     }
     case CollKind::kSend:
@@ -94,7 +97,8 @@ void run_call(SimLink& link, const Call& c, const std::byte* send, std::byte* re
       if (r % 2 == 0 && r + 1 < p) link.send(r + 1, send, c.count * dtype_size(c.dtype));
       if (r % 2 == 1) link.recv(r - 1, recv, c.count * dtype_size(c.dtype));
       return;
-    default: return run_collective(link, c.kind, c.algo, args, -1, hosts);
+    default:
+      return run_collective(link, c.kind, c.algo, args, -1, hosts);
   }
 }
 
@@ -148,7 +152,8 @@ CallResult simulate(World& world, const Call& c) {
   std::vector<std::byte> want;
   for (int r = 0; r < p; ++r) {
     // all_reduce, broadcast and all_gather leave the same on every rank: computed once.
-    const bool same_everywhere = c.kind == CollKind::kAllReduce || c.kind == CollKind::kBroadcast || c.kind == CollKind::kAllGather;
+    const bool same_everywhere =
+        c.kind == CollKind::kAllReduce || c.kind == CollKind::kBroadcast || c.kind == CollKind::kAllGather;
     if (r == 0 || !same_everywhere) want = expected(c, p, r);
     const std::byte* got = recv_at[static_cast<std::size_t>(r)];
     for (std::size_t i = 0; i < want.size() / es; ++i) result.wrong += std::memcmp(got + i * es, want.data() + i * es, es) != 0;

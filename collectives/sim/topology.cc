@@ -30,9 +30,8 @@ struct Named {
   bool duplex;
 };
 constexpr Named kNamed[] = {
-    {"shm", 0.58, 23.1, true},     {"tcp", 12.0, 1.6, true},      {"tcp1g", 110.0, 0.117, true},
-    {"nvlink4", 3.4, 450, true},   {"nvlink5", 3.4, 900, true},   {"ib400", 9.6, 50, true},
-    {"ib800", 9.6, 100, true},
+    {"shm", 0.58, 23.1, true},   {"tcp", 12.0, 1.6, true}, {"tcp1g", 110.0, 0.117, true}, {"nvlink4", 3.4, 450, true},
+    {"nvlink5", 3.4, 900, true}, {"ib400", 9.6, 50, true}, {"ib800", 9.6, 100, true},
 };
 
 const Named& named(std::string_view name) {
@@ -151,7 +150,8 @@ CostModel Topology::cost_model(std::size_t chunk_bytes) const {
 
 std::string Topology::describe() const {
   auto link = [](const LinkFigures& f) {
-    return fmt::format("{} ({:.2f} us, {:.3g} GB/s{})", f.name, f.alpha / kUs, 1 / f.beta / kGB, f.duplex ? "" : ", one port each way");
+    return fmt::format("{} ({:.2f} us, {:.3g} GB/s{})", f.name, f.alpha / kUs, 1 / f.beta / kGB,
+                       f.duplex ? "" : ", one port each way");
   };
   std::string s = fmt::format("{} host{} x {} rank{}; inside a host {}", hosts, hosts == 1 ? "" : "s", ranks_per_host,
                               ranks_per_host == 1 ? "" : "s", link(intra));
@@ -177,7 +177,8 @@ Topology Topology::parse(std::string_view spec) {
     const std::string_view key = item.substr(0, eq), value = eq == std::string_view::npos ? "" : item.substr(eq + 1);
     if (key == "hosts") {
       const std::size_t x = value.find('x');
-      if (x == std::string_view::npos) throw std::invalid_argument(fmt::format("topology: hosts={} must read HOSTSxRANKS, as 4x8", value));
+      if (x == std::string_view::npos)
+        throw std::invalid_argument(fmt::format("topology: hosts={} must read HOSTSxRANKS, as 4x8", value));
       t.hosts = parse_int(value.substr(0, x), "hosts");
       t.ranks_per_host = parse_int(value.substr(x + 1), "ranks per host");
     } else if (key == "intra") {
@@ -186,13 +187,16 @@ Topology Topology::parse(std::string_view spec) {
     } else if (key == "inter") {
       t.inter = link_figures(value);
     } else if (key == "nic") {
-      if (value != "rank" && value != "host") throw std::invalid_argument(fmt::format("topology: nic={} must be rank or host", value));
+      if (value != "rank" && value != "host")
+        throw std::invalid_argument(fmt::format("topology: nic={} must be rank or host", value));
       t.nic_per_rank = value == "rank";
     } else if (key == "uplink") {
       t.uplink_beta = 1 / (parse_int(value, "uplink GB/s") * kGB);
     } else {
-      throw std::invalid_argument(fmt::format("topology: unknown key '{}' in '{}': expected hosts, intra, inter, nic, uplink, "
-                                              "or a .json file", key, spec));
+      throw std::invalid_argument(
+          fmt::format("topology: unknown key '{}' in '{}': expected hosts, intra, inter, nic, uplink, "
+                      "or a .json file",
+                      key, spec));
     }
   }
   set_memory(t, intra_name);

@@ -27,9 +27,9 @@ namespace ringgrad::collectives::sim {
 /// One kind of link: latency and time per byte, each direction.
 struct LinkFigures {
   std::string name;
-  double alpha = 0;     // seconds
-  double beta = 0;      // seconds per byte
-  bool duplex = true;   // false: sending and receiving share the rank's port
+  double alpha = 0;    // seconds
+  double beta = 0;     // seconds per byte
+  bool duplex = true;  // false: sending and receiving share the rank's port
 };
 
 /// Figures by name (docs/sim.md gives each one's source): "shm", "tcp" (loopback), "tcp1g" (the
@@ -48,10 +48,10 @@ struct Topology {
   int hosts = 1;
   int ranks_per_host = 2;
   LinkFigures intra, inter;
-  bool nic_per_rank = true;  // false: one NIC per host, shared by its ranks
-  double uplink_beta = 0;    // seconds per byte of each host's uplink and downlink; 0: none
-  double gamma = 0;          // seconds per byte reduced
-  double copy_beta = 0;      // seconds per byte copied
+  bool nic_per_rank = true;    // false: one NIC per host, shared by its ranks
+  double uplink_beta = 0;      // seconds per byte of each host's uplink and downlink; 0: none
+  double gamma = 0;            // seconds per byte reduced
+  double copy_beta = 0;        // seconds per byte copied
   bool device_memory = false;  // the ranks are GPUs (reducing in their memory, beside NVLink)
   /// Simulated ranks per device: a GPU's compute and its communication stream (gpt_step.h).
   /// Rank s x devices() + d is stream s of device d; the streams of a device share its links and

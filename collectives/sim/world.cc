@@ -19,7 +19,8 @@ struct World::Reservation {
   explicit Reservation(std::size_t bytes) : size(bytes) {
     void* m = ::mmap(nullptr, bytes, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
     if (m == MAP_FAILED)
-      throw std::system_error(errno, std::generic_category(), "sizes-only buffers: reserving " + std::to_string(bytes) + " bytes");
+      throw std::system_error(errno, std::generic_category(),
+                              "sizes-only buffers: reserving " + std::to_string(bytes) + " bytes");
     base = static_cast<std::byte*>(m);
   }
   ~Reservation() { ::munmap(base, size); }

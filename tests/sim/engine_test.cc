@@ -50,8 +50,10 @@ TEST_CASE("a receive of the wrong size names both ranks and both sizes", "[sim]"
   World world(Topology::uniform(2, 1e-6, 1e-9));
   std::byte b[8]{};
   auto body = [&](SimLink& link) {
-    if (link.rank() == 0) link.send(1, b, 8);
-    else link.recv(0, b, 4);
+    if (link.rank() == 0)
+      link.send(1, b, 8);
+    else
+      link.recv(0, b, 4);
   };
   REQUIRE_THROWS_AS(world.run(body), transport::TransportError);
   REQUIRE_THROWS_WITH(world.run(body), Catch::Contains("rank 1: a receive of 4 bytes from rank 0 met a message of 8 bytes"));
@@ -61,7 +63,8 @@ TEST_CASE("an exception in one rank reaches run's caller, and the world runs aga
   World world(Topology::uniform(4, 1e-6, 1e-9));
   REQUIRE_THROWS_WITH(world.run([](SimLink& link) {
     if (link.rank() == 2) throw std::invalid_argument("rank 2 gave up");
-  }), "rank 2 gave up");
+  }),
+                      "rank 2 gave up");
   CHECK(collectives::sim::simulate(world, Call{CollKind::kAllReduce, Algo::kRing, 1000}).wrong == 0);
 }
 
@@ -86,8 +89,9 @@ TEST_CASE("sizes-only buffers are never touched", "[sim]") {
   for (CollKind kind : {CollKind::kAllReduce, CollKind::kAllGather, CollKind::kAllToAll, CollKind::kBroadcast})
     for (Algo algo : {Algo::kRing, Algo::kTree, Algo::kHalvingDoubling, Algo::kOneShot, Algo::kPairwise, Algo::kBruck})
       if (collectives::has_algo(kind, algo))
-        CHECK(collectives::sim::simulate(world, Call{kind, algo, 1 << 16, collectives::DType::kFloat32,
-                                                      collectives::ReduceOp::SUM, 0, true}).wrong == -1);
+        CHECK(collectives::sim::simulate(
+                  world, Call{kind, algo, 1 << 16, collectives::DType::kFloat32, collectives::ReduceOp::SUM, 0, true})
+                  .wrong == -1);
 }
 
 TEST_CASE("topology presets name what they do not know", "[sim]") {

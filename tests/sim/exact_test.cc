@@ -85,9 +85,10 @@ void every_collective(int p, FiberSwitch fibers = collectives::sim::default_fibe
   for (const KindAlgos& k : kEvery)
     for (Algo algo : k.algos) {
       for (std::size_t count : {0, 1, 7})
-        for (bool in_place : {false, true}) check_call(world, Call{k.kind, algo, count, DType::kFloat32, ReduceOp::SUM, root, in_place});
-      check_call(pieces, Call{k.kind, algo, p > 64 && grows_with_p(k.kind, algo) ? 100u : 1000u, DType::kFloat32,
-                              ReduceOp::SUM, root, false});
+        for (bool in_place : {false, true})
+          check_call(world, Call{k.kind, algo, count, DType::kFloat32, ReduceOp::SUM, root, in_place});
+      check_call(pieces, Call{k.kind, algo, p > 64 && grows_with_p(k.kind, algo) ? 100u : 1000u, DType::kFloat32, ReduceOp::SUM,
+                              root, false});
       const bool big = p == 2 || p == 3 || p == 5 || p == 8;
       if (big && !(p > 5 && grows_with_p(k.kind, algo)))
         check_call(world, Call{k.kind, algo, 1000003, DType::kFloat32, ReduceOp::SUM, root, false});

@@ -45,8 +45,8 @@ TEST_CASE("a pipeline's ranks wait for its bubble and tensor parallelism's all-r
   const Topology t = Topology::parse("hosts=1x4,intra=nvlink5");
   const auto pp = bench::simulate_gpt_step(t, shape, Layout{1, 1, 4, 1, 4}, kFlops, nullptr);
   // The first stage finishes last (the last backward is its): one layer, no head.
-  CHECK(pp.compute == Approx((step_flops(GptShape{1, 256, 128, 65, 8}) - step_flops(GptShape{0, 256, 128, 65, 8})) / kFlops)
-                          .epsilon(1e-12));
+  CHECK(pp.compute ==
+        Approx((step_flops(GptShape{1, 256, 128, 65, 8}) - step_flops(GptShape{0, 256, 128, 65, 8})) / kFlops).epsilon(1e-12));
   CHECK(pp.pipeline > 0);
   const auto tp = bench::simulate_gpt_step(t, shape, Layout{1, 4, 1, 1, 0}, kFlops, nullptr);
   CHECK(tp.comm > 0);
