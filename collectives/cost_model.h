@@ -41,7 +41,8 @@ struct CostModel {
 
 /// Measures alpha and beta by ping-pong between rank 0 and the first rank on another host
 /// (8 B and 4 MiB messages, half the round trip), alpha_local and beta_local with the first
-/// other rank on its own host (the same figures where there is only one of the two), and
+/// other rank on its own host (the same figures where there is only one of the two; through
+/// shared memory when the world is those 2 ranks and its collectives take it), and
 /// gamma by timing a local float32 sum of 4 MiB, then broadcasts rank
 /// 0's figures so every rank holds the same model (and so picks the same algorithm). Collective:
 /// every rank must call it. On one rank only gamma is measured.
