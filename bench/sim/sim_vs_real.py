@@ -56,10 +56,10 @@ def measure(args, case, out):
         cmd = [os.path.join(args.build, "bin/ringgrad-run"), "--nproc-per-node", "2", os.path.join(args.build, "bin/all_reduce_perf"),
                "-a", args.algos, "--calibrate"] + sweep
     run = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    if run.returncode == 0 and "skipped" in run.stdout and not os.path.exists(out):
+        return None
     if run.returncode != 0 or not os.path.exists(out):
         sys.exit(f"sim_vs_real: {case}: {' '.join(cmd)} failed:\n{run.stdout}{run.stderr}")
-    if "skipped" in run.stdout and not os.path.getsize(out):
-        return None
     real = json.load(open(out))
     real["setting"] = " ".join(line for line in run.stdout.splitlines() if line.startswith("# emulated cluster"))
     return real
@@ -79,7 +79,7 @@ def main():
         for case in args.cases.split(","):
             real = measure(args, case, os.path.join(d, case + ".json"))
             if real is None:
-                print(f"# {case}: skipped (the emulated cluster needs root and network namespaces)")
+                print(f"# {case}: skipped (the emulated cluster needs root and network namespaces)\n")
                 continue
             figures = calibrated(real["cost_model"])
             topo = os.path.join(d, case + "_topology.json")

@@ -5,17 +5,18 @@
 #include <cstring>
 
 namespace ringgrad::collectives::sim {
-namespace {
-
-// Takes the first message of `queue`, or returns null.
-std::shared_ptr<Message> take_first(std::deque<std::shared_ptr<Message>>& queue) {
-  if (queue.empty()) return nullptr;
-  std::shared_ptr<Message> m = std::move(queue.front());
-  queue.pop_front();
+std::shared_ptr<Message> Network::Fifo::pop() {
+  if (empty()) return nullptr;
+  std::shared_ptr<Message> m = std::move(items[head++]);
+  if (empty()) items.clear(), head = 0;
   return m;
 }
 
-}  // namespace
+void Network::forget_if_idle(int dst, int src) {
+  Mailbox& box = boxes_[static_cast<std::size_t>(dst)];
+  const auto it = box.find(src);
+  if (it->second.unexpected.empty() && it->second.posted.empty() && it->second.ahead == 0) box.erase(it);
+}
 
 Network::Network(const Topology& topology, Engine& engine, bool payload, std::size_t window)
     : topology_(topology), engine_(engine), payload_(payload), window_(window) {
@@ -30,13 +31,13 @@ void Network::reset() {
 
 std::shared_ptr<Message> Network::send(int src, int dst, const void* data, std::size_t bytes) {
   Pair& pair = boxes_[static_cast<std::size_t>(dst)][src];
-  std::shared_ptr<Message> m = take_first(pair.posted);
+  std::shared_ptr<Message> m = pair.posted.pop();
   const bool receive_posted = m != nullptr;
   if (!receive_posted) {
     m = std::make_shared<Message>();
     m->src = src;
     m->dst = dst;
-    pair.unexpected.push_back(m);
+    pair.unexpected.items.push_back(m);
   }
   m->sent = true;
   m->bytes = bytes;
@@ -56,13 +57,14 @@ std::shared_ptr<Message> Network::send(int src, int dst, const void* data, std::
   } else {
     ++pair.waiting;  // leaves when its receive is posted
   }
+  if (receive_posted) forget_if_idle(dst, src);
   return m;
 }
 
 std::shared_ptr<Message> Network::post_receive(int dst, int src) {
   Pair& pair = boxes_[static_cast<std::size_t>(dst)][src];
   const double now = engine_.clock(dst);
-  std::shared_ptr<Message> m = take_first(pair.unexpected);
+  std::shared_ptr<Message> m = pair.unexpected.pop();
   if (m) {
     if (m->departed) {
       pair.ahead -= m->bytes;
@@ -72,20 +74,22 @@ std::shared_ptr<Message> Network::post_receive(int dst, int src) {
     }
     // The window has room again: messages waiting behind this one leave now, in order, as far
     // as they fit.
-    for (const auto& next : pair.unexpected) {
+    for (std::size_t i = pair.unexpected.head; i < pair.unexpected.items.size(); ++i) {
+      const std::shared_ptr<Message>& next = pair.unexpected.items[i];
       if (next->departed) continue;
       if (pair.ahead + next->bytes > window_) break;
       pair.ahead += next->bytes;
       --pair.waiting;
       depart(next, std::max(now, next->sent_at));
     }
+    forget_if_idle(dst, src);
     return m;
   }
   m = std::make_shared<Message>();
   m->src = src;
   m->dst = dst;
   m->posted_at = now;
-  pair.posted.push_back(m);
+  pair.posted.items.push_back(m);
   return m;
 }
 

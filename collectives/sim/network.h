@@ -23,7 +23,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <memory>
 #include <unordered_map>
 #include <vector>
@@ -77,15 +76,25 @@ class Network {
   void sent_off(Message& m, double at);
   void deliver(Message& m, double at);
 
+  // First in, first out; nothing allocated while empty (a std::deque allocates when made).
+  struct Fifo {
+    std::vector<std::shared_ptr<Message>> items;
+    std::size_t head = 0;
+    bool empty() const { return head == items.size(); }
+    std::shared_ptr<Message> pop();  // null when empty
+  };
   // Per (sender, receiver): messages sent, no receive posted yet; or receives posted, nothing sent
-  // yet (one of the two is empty). Keyed by sender in the receiver's map: a tree's parent may
-  // hold thousands of pieces from each child.
+  // yet (one of the two is empty). Keyed by sender in the receiver's map, and only while either
+  // holds something: a tree's parent may hold thousands of pieces from each child, while a rank
+  // of an all-to-all on 4,096 ranks meets every other rank once.
   struct Pair {
-    std::deque<std::shared_ptr<Message>> unexpected, posted;
+    Fifo unexpected, posted;
     std::size_t ahead = 0;  // bytes of unexpected messages that have left
     int waiting = 0;        // unexpected messages that wait for their receives
   };
   using Mailbox = std::unordered_map<int, Pair>;
+  // Drops the pair (dst, src) when it holds nothing.
+  void forget_if_idle(int dst, int src);
   const Topology& topology_;
   Engine& engine_;
   bool payload_;

@@ -30,8 +30,8 @@ struct Named {
   bool duplex;
 };
 constexpr Named kNamed[] = {
-    {"shm", 0.58, 23.1, true},   {"tcp", 12.0, 1.6, true}, {"tcp1g", 110.0, 0.117, true}, {"nvlink4", 3.4, 450, true},
-    {"nvlink5", 3.4, 900, true}, {"ib400", 9.6, 50, true}, {"ib800", 9.6, 100, true},
+    {"shm", 0.58, 23.1, true},  {"tcp", 33.9, 2.89, true}, {"tcp1g", 62.4, 0.127, true}, {"nvlink4", 3.4, 450, true},
+    {"nvlink5", 3.4, 900, true}, {"ib400", 9.6, 50, true},  {"ib800", 9.6, 100, true},
 };
 
 const Named& named(std::string_view name) {
