@@ -37,11 +37,11 @@
 
 #include "collectives/communicator.h"
 #include "collectives/torch/future_threads.h"
+#include "collectives/torch/torch_work.h"
 #include "collectives/p2p_op.h"
 
 namespace ringgrad::torch_backend {
 
-class TorchWork;
 
 class ProcessGroupRinggrad : public c10d::ProcessGroup {
  public:
@@ -109,5 +109,15 @@ class ProcessGroupRinggrad : public c10d::ProcessGroup {
   std::vector<uint64_t> batch_tags_;
   std::vector<c10::intrusive_ptr<TorchWork>> batch_works_;
 };
+
+template <typename Issue>
+c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::run(c10d::OpType type, std::vector<at::Tensor> outputs,
+                                                         std::vector<at::Tensor> buffers, std::function<void()> finish,
+                                                         Issue&& issue) {
+  auto work = c10::make_intrusive<TorchWork>(rank_, type, std::move(outputs), std::move(buffers), std::move(finish),
+                                             *future_threads_);
+  work->start(issue());
+  return work;
+}
 
 }  // namespace ringgrad::torch_backend
