@@ -62,6 +62,31 @@ Tensor GPT::forward(const Tensor& idx) {
   return lm_head ? (*lm_head)(x) : linear(x, wte->weight);  // [B, T, V]
 }
 
+std::int64_t sample_token(const float* logits, std::int64_t v, double temperature, std::int64_t top_k, Generator& gen) {
+  // Keep the top_k largest logits: everything below the k-th largest gets probability 0.
+  float cutoff = -std::numeric_limits<float>::infinity();
+  if (top_k > 0 && top_k < v) {
+    std::vector<float> sorted(logits, logits + v);
+    std::nth_element(sorted.begin(), sorted.begin() + (top_k - 1), sorted.end(), std::greater<>());
+    cutoff = sorted[static_cast<std::size_t>(top_k - 1)];
+  }
+  const float mx = *std::max_element(logits, logits + v);
+  std::vector<float> probs(static_cast<std::size_t>(v));
+  double total = 0;
+  for (std::int64_t i = 0; i < v; ++i) {
+    const auto p = static_cast<std::size_t>(i);
+    probs[p] = logits[i] < cutoff ? 0.0f : static_cast<float>(std::exp((logits[i] - mx) / temperature));
+    total += probs[p];
+  }
+  // Inverse-CDF sampling: the first token whose cumulative probability passes u.
+  double u = gen.next_double() * total;
+  for (std::int64_t i = 0; i < v; ++i) {
+    u -= probs[static_cast<std::size_t>(i)];
+    if (u < 0) return i;
+  }
+  return std::max_element(logits, logits + v) - logits;  // rounding ran u past the end
+}
+
 Tensor GPT::generate(const Tensor& idx, std::int64_t max_new_tokens, double temperature, std::int64_t top_k,
                      Generator& gen) {
   if (idx.dim() != 2 || idx.dtype() != DType::Int64 || !(temperature > 0)) {
@@ -76,41 +101,14 @@ Tensor GPT::generate(const Tensor& idx, std::int64_t max_new_tokens, double temp
   for (std::int64_t b = 0; b < batch; ++b) {
     rows[static_cast<std::size_t>(b)].assign(start.begin() + b * idx.size(1), start.begin() + (b + 1) * idx.size(1));
   }
-  std::vector<float> probs(static_cast<std::size_t>(v));
   for (std::int64_t step = 0; step < max_new_tokens; ++step) {
     const std::int64_t len = std::min<std::int64_t>(static_cast<std::int64_t>(rows[0].size()), config_.block_size);
     std::vector<std::int64_t> context;
     for (const auto& r : rows) context.insert(context.end(), r.end() - len, r.end());
     const Tensor logits = forward(Tensor::from_vector(context, {batch, len}).to(device()));  // [B, len, V]
     const Tensor last_logits = kernels::to_dtype(kernels::narrow(logits, 1, len - 1, 1), DType::Float32).cpu();  // [B, 1, V]
-    for (std::int64_t b = 0; b < batch; ++b) {
-      const float* last = last_logits.data<float>() + b * v;
-      // Keep the top_k largest logits: everything below the k-th largest gets probability 0.
-      float cutoff = -std::numeric_limits<float>::infinity();
-      if (top_k > 0 && top_k < v) {
-        std::vector<float> sorted(last, last + v);
-        std::nth_element(sorted.begin(), sorted.begin() + (top_k - 1), sorted.end(), std::greater<>());
-        cutoff = sorted[static_cast<std::size_t>(top_k - 1)];
-      }
-      const float mx = *std::max_element(last, last + v);
-      double total = 0;
-      for (std::int64_t i = 0; i < v; ++i) {
-        const auto p = static_cast<std::size_t>(i);
-        probs[p] = last[i] < cutoff ? 0.0f : static_cast<float>(std::exp((last[i] - mx) / temperature));
-        total += probs[p];
-      }
-      // Inverse-CDF sampling: the first token whose cumulative probability passes u.
-      double u = gen.next_double() * total;
-      std::int64_t pick = std::max_element(last, last + v) - last;  // if rounding runs u past the end
-      for (std::int64_t i = 0; i < v; ++i) {
-        u -= probs[static_cast<std::size_t>(i)];
-        if (u < 0) {
-          pick = i;
-          break;
-        }
-      }
-      rows[static_cast<std::size_t>(b)].push_back(pick);
-    }
+    for (std::int64_t b = 0; b < batch; ++b)
+      rows[static_cast<std::size_t>(b)].push_back(sample_token(last_logits.data<float>() + b * v, v, temperature, top_k, gen));
   }
   train(was_training);
   std::vector<std::int64_t> flat;

@@ -50,4 +50,10 @@ class GPT : public Module {
   GPTConfig config_;
 };
 
+/// One token drawn from `logits` (v values of the last position) as GPT::generate draws it:
+/// divided by `temperature`, the `top_k` largest kept (0 keeps all), inverse-CDF sampling of
+/// their softmax with one draw of `gen`. Layouts that hold the model in pieces sample with it
+/// so that their samples are one process's.
+std::int64_t sample_token(const float* logits, std::int64_t v, double temperature, std::int64_t top_k, Generator& gen);
+
 }  // namespace ringgrad::nn

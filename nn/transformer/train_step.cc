@@ -28,38 +28,56 @@ StepResult train_step(GPT& model, AdamW& optimizer, const data::Batch& batch, do
   return {loss.item<double>(), norm};
 }
 
-double estimate_loss(GPT& model, const data::CharDataset& dataset, data::Split split, std::int64_t batches,
-                     std::int64_t batch_size, std::uint64_t seed) {
-  NoGradGuard no_grad;
-  const bool was_training = model.is_training();
-  model.eval();
+namespace {
+
+// model's loss on one batch, in eval mode without a graph.
+BatchLoss loss_of(GPT& model) {
+  return [&model](const Tensor& x, const Tensor& y) {
+    NoGradGuard no_grad;
+    const bool was_training = model.is_training();
+    model.eval();
+    const double loss = cross_entropy(model(x.to(model.device())), y.to(model.device())).item<double>();
+    model.train(was_training);
+    return loss;
+  };
+}
+
+}  // namespace
+
+double estimate_loss(const BatchLoss& loss, const data::CharDataset& dataset, data::Split split, std::int64_t batches,
+                     std::int64_t batch_size, std::int64_t block_size, std::uint64_t seed) {
   Generator gen(seed);
   double total = 0;
   for (std::int64_t i = 0; i < batches; ++i) {
-    const data::Batch b = dataset.get_batch(split, batch_size, model.config().block_size, gen);
-    total += cross_entropy(model(b.x.to(model.device())), b.y.to(model.device())).item<double>();
+    const data::Batch b = dataset.get_batch(split, batch_size, block_size, gen);
+    total += loss(b.x, b.y);
   }
-  model.train(was_training);
   return total / static_cast<double>(batches);
 }
 
-SplitLoss full_split_loss(GPT& model, const data::CharDataset& dataset, data::Split split, std::int64_t batch_size) {
-  NoGradGuard no_grad;
-  const bool was_training = model.is_training();
-  model.eval();
-  const std::int64_t t = model.config().block_size, n = dataset.window_count(split, t);
+double estimate_loss(GPT& model, const data::CharDataset& dataset, data::Split split, std::int64_t batches,
+                     std::int64_t batch_size, std::uint64_t seed) {
+  return estimate_loss(loss_of(model), dataset, split, batches, batch_size, model.config().block_size, seed);
+}
+
+SplitLoss full_split_loss(const BatchLoss& loss, const data::CharDataset& dataset, data::Split split,
+                          std::int64_t batch_size, std::int64_t block_size) {
+  const std::int64_t t = block_size, n = dataset.window_count(split, t);
   const std::int64_t full = (dataset.size(split) - 1) / t;  // windows of length T; the rest is one shorter window
   double sum = 0;
   std::int64_t tokens = 0;
   auto add = [&](std::int64_t first, std::int64_t count) {
     const data::Batch b = dataset.windows(split, t, first, count);
-    sum += cross_entropy(model(b.x.to(model.device())), b.y.to(model.device())).item<double>() * static_cast<double>(b.y.numel());
+    sum += loss(b.x, b.y) * static_cast<double>(b.y.numel());
     tokens += b.y.numel();
   };
   for (std::int64_t first = 0; first < full; first += batch_size) add(first, std::min(batch_size, full - first));
   if (full < n) add(full, 1);
-  model.train(was_training);
   return {sum / static_cast<double>(tokens), tokens};
+}
+
+SplitLoss full_split_loss(GPT& model, const data::CharDataset& dataset, data::Split split, std::int64_t batch_size) {
+  return full_split_loss(loss_of(model), dataset, split, batch_size, model.config().block_size);
 }
 
 }  // namespace ringgrad::nn

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "nn/data/char_dataset.h"
@@ -28,10 +29,17 @@ struct StepResult {
 /// grad_clip is 0, optimizer.set_lr(lr), optimizer.step().
 StepResult train_step(GPT& model, AdamW& optimizer, const data::Batch& batch, double lr, double grad_clip);
 
+/// The mean loss of one batch (inputs, targets) under some layout of the model, in eval mode
+/// without a graph: what the estimates below average. A collective where the model is split.
+using BatchLoss = std::function<double(const Tensor& x, const Tensor& y)>;
+
 /// Mean loss over `batches` batches of `split`, drawn from a Generator seeded with `seed` (the
 /// same batches at every call, so estimates are comparable), in eval mode without a graph.
 double estimate_loss(GPT& model, const data::CharDataset& dataset, data::Split split, std::int64_t batches,
                      std::int64_t batch_size, std::uint64_t seed);
+/// The same, for windows of `block_size`, with `loss` computing each batch's loss.
+double estimate_loss(const BatchLoss& loss, const data::CharDataset& dataset, data::Split split, std::int64_t batches,
+                     std::int64_t batch_size, std::int64_t block_size, std::uint64_t seed);
 
 /// The loss on the whole split, every token predicted once (CharDataset::windows, in batches of
 /// `batch_size` windows): the mean over all size - 1 predictions, in eval mode without a graph.
@@ -41,5 +49,8 @@ struct SplitLoss {
   std::int64_t tokens = 0;
 };
 SplitLoss full_split_loss(GPT& model, const data::CharDataset& dataset, data::Split split, std::int64_t batch_size);
+/// The same, for windows of `block_size`, with `loss` computing each batch's loss.
+SplitLoss full_split_loss(const BatchLoss& loss, const data::CharDataset& dataset, data::Split split,
+                          std::int64_t batch_size, std::int64_t block_size);
 
 }  // namespace ringgrad::nn
