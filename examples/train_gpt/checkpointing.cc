@@ -25,7 +25,7 @@ std::string resume_path(const Paths& paths) {
   return std::ifstream(paths.out).good() ? paths.out : "";
 }
 
-nn::TrainState start_or_resume(nn::parallel::Accelerator& acc, nn::parallel::DataParallel& dp,
+nn::TrainState start_or_resume(nn::parallel::Accelerator& acc, Layout& layout,
                                const nn::TrainConfig& cfg, const nn::data::CharDataset& ds, const Options& opt,
                                const std::string& resume) {
   // Every rank draws the same global batch and trains on its own rows of it: N ranks take the
@@ -43,7 +43,7 @@ nn::TrainState start_or_resume(nn::parallel::Accelerator& acc, nn::parallel::Dat
       throw std::invalid_argument(fmt::format("--resume {}: the checkpoint was trained with --{} {}; pass --{} {} "
                                               "to continue it", resume, saved[i].first, saved[i].second,
                                               saved[i].first, saved[i].second));
-  state = nn::checkpoint_state(acc.load(dp, resume), resume);
+  state = layout.load(resume);
   default_generator() = state.dropout_gen;
   acc.print("resumed from {} at iter {}\n", resume, state.iter);
   if (opt.dist.time_budget == 0 && state.iter >= cfg.max_iters) {
@@ -57,8 +57,7 @@ void save_checkpoint(Run& run, std::int64_t iter) {
   if (run.opt.paths.out.empty()) return;
   run.state.iter = iter;
   run.state.dropout_gen = default_generator();
-  run.acc.save(run.dp, run.opt.paths.out,
-               nn::checkpoint_metadata(run.cfg.model, run.ds.tokenizer().chars(), run.state, run.dp.optimizer().steps()));
+  run.layout.save(run.opt.paths.out, run.state);
 }
 
 }  // namespace ringgrad::examples

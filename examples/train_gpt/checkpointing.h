@@ -16,10 +16,10 @@ namespace ringgrad::examples {
 std::string resume_path(const Paths& paths);
 
 /// The training state to start from: iteration 0 with fresh generators, or (`resume` not empty)
-/// the checkpoint's model, optimizer, iteration and generators, loaded into `dp` and the default
-/// generator. Throws std::invalid_argument when the checkpoint was trained on another vocabulary
+/// the checkpoint's model, optimizer, iteration and generators, loaded into this rank's piece of
+/// `layout` and the default generator. Throws std::invalid_argument when the checkpoint was trained on another vocabulary
 /// or with other computation flags (rotary, QK-norm, the activation), naming the flag to pass.
-nn::TrainState start_or_resume(nn::parallel::Accelerator& acc, nn::parallel::DataParallel& dp,
+nn::TrainState start_or_resume(nn::parallel::Accelerator& acc, Layout& layout,
                                const nn::TrainConfig& cfg, const nn::data::CharDataset& ds, const Options& opt,
                                const std::string& resume);
 

@@ -17,7 +17,8 @@ void evaluate(Run& run, std::int64_t it);
 /// contest's number).
 void report_full_val_loss(Run& run, std::int64_t it);
 
-/// Collective: --sample_tokens characters from a whole copy of the model on rank 0, after a newline.
+/// Collective: --sample_tokens characters after a newline, drawn from the layout's logits as one
+/// process's GPT::generate draws them; rank 0 prints them.
 /// Returns the exit status (0).
 int sample(Run& run);
 

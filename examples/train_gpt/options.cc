@@ -92,7 +92,6 @@ void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
 std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainConfig& cfg, const Options& opt) {
   const Paths& paths = opt.paths;
   const Distributed& dist = opt.dist;
-  const Sampling& sampling = opt.sampling;
   const ModelParallelOptions& mp = opt.mp;
   for (const auto& [name, path] : {std::pair{"--out", paths.out}, {"--log", paths.log}, {"--trace", paths.trace}}) {
     if (const std::string why = path.empty() ? "" : ringgrad::cli::why_unwritable(path); !why.empty()) {
@@ -134,17 +133,17 @@ std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainC
                  mp.pp, cfg.model.n_layer, mp.pp);
       return 2;
     }
-    // The model-parallel path trains on the CPU with its own grid; a flag it would not honour is refused by name.
+    // What the grid's layers cannot do yet, refused by name with the reason.
     std::vector<std::string> refused;
-    for (const char* name : {"--accumulation", "--time_budget", "--device", "--dtype", "--backend", "--eval_interval",
-                             "--eval_iters", "--eval_full", "--temperature", "--top_k"})
-      if (app.count(name) > 0) refused.push_back(name);
-    if (sampling.tokens > 0 && app.count("--sample_tokens") > 0) refused.push_back("--sample_tokens");  // 0 asks for none
-    for (const std::string& name : cfg.model.data_parallel_only()) refused.push_back("--" + name);
-    if (cfg.optimizer != "adamw") refused.push_back("--optimizer " + cfg.optimizer);
+    if (opt.placement.device != "cpu")
+      refused.push_back("--device " + opt.placement.device + " (the split layers' kernels and exchanges run on the CPU)");
+    for (const std::string& name : cfg.model.data_parallel_only())
+      refused.push_back("--" + name + " (the split blocks compute learned positions, GELU, no QK-norm)");
+    if (cfg.optimizer != "adamw")
+      refused.push_back("--optimizer " + cfg.optimizer + " (it orthogonalises whole matrices; each rank holds pieces)");
     if (!refused.empty()) {
-      fmt::print(stderr, "train_gpt: {} {} not available with --tp/--pp/--cp yet (they train in fp32 on the CPU, "
-                         "without evaluation or sampling)\n", fmt::join(refused, ", "), refused.size() == 1 ? "is" : "are");
+      fmt::print(stderr, "train_gpt: {} {} not available with --tp/--pp/--cp\n", fmt::join(refused, ", "),
+                 refused.size() == 1 ? "is" : "are");
       return 2;
     }
   }
@@ -274,16 +273,6 @@ std::optional<int> parse_options(int argc, char** argv, nn::TrainConfig& cfg, Op
   }
   if (const auto status = refuse_grid_without_ranks(mp, argc, argv)) return status;
   if (const auto status = refuse_bad_combinations(app, cfg, opt)) return status;
-  if (mp.tp * mp.pp * mp.cp > 1) {
-    mp.strategy = dist.strategy;
-    mp.dp_options.bucket_cap_mb = dist.bucket_cap_mb;
-    mp.dp_options.overlap = dist.overlap;
-    mp.log = paths.log;
-    mp.out = paths.out;
-    mp.save_every = paths.save_every;
-    mp.trace = paths.trace;
-    mp.trace_iters = paths.trace_iters;
-  }
   return std::nullopt;
 }
 

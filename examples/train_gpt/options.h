@@ -8,7 +8,6 @@
 #include <optional>
 #include <string>
 
-#include "examples/train_gpt/model_parallel.h"
 #include "nn/transformer/train_config.h"
 
 namespace ringgrad::examples {
@@ -43,19 +42,28 @@ struct Distributed {
   bool muon_sharded = true;       // split Muon's orthogonalisations over the ranks (sharded_muon.h)
 };
 
+// The model-parallel grid: --tp, --pp or --cp above 1 lay the ranks out as dp x pp x cp x tp,
+// dp the rest of the world (grid_layout.cc).
+struct ModelParallelOptions {
+  int tp = 1, pp = 1, cp = 1;
+  bool sp = false;                // sequence parallelism inside the tp groups
+  int micro_batches = 1;          // pipeline micro-batches per replica and accumulation step
+  std::string schedule = "1f1b";  // or afab
+  bool grid() const { return tp * pp * cp > 1; }
+};
+
 struct Options {
   Paths paths;
   Sampling sampling;
   Distributed dist;
   Placement placement;
-  ModelParallelOptions mp;  // --tp, --pp, --cp > 1 take the model-parallel path (model_parallel.h)
+  ModelParallelOptions mp;
   int threads = 1;          // BLAS threads per process
 };
 
 /// Parses argv into `cfg` (the --config preset, then the flags) and `opt`, and refuses flag
 /// combinations that cannot run, printing why to stderr. Returns the exit status when the
 /// program should stop here (2 for a usage error, 0 after --help or --print_config), else nothing.
-/// With --tp/--pp/--cp it also fills opt.mp from the other options.
 std::optional<int> parse_options(int argc, char** argv, nn::TrainConfig& cfg, Options& opt);
 
 }  // namespace ringgrad::examples

@@ -14,20 +14,13 @@
 namespace ringgrad::examples {
 namespace {
 
-std::int64_t count_parameters(const nn::GPT& model) {
-  std::int64_t n = 0;
-  for (const Tensor& p : model.parameters()) n += p.numel();
-  return n;
-}
-
 // Training FLOPs per token as nanoGPT's estimate_mfu counts them (PaLM, Chowdhery et al. 2022,
 // appendix B): 6 N for the forward and backward of the N weights that take part in matmuls,
 // plus 12 L C T for the attention scores and their use (QK^T and att V, forward and backward,
 // counted over the full T x T square as nanoGPT does, not the causal half). N leaves out the
 // position table and, when lm_head is untied, the token table: lookups do no arithmetic.
-double flops_per_token(const nn::GPT& model, std::int64_t n_params) {
-  const nn::GPTConfig& c = model.config();
-  const std::int64_t lookups = (model.wpe ? model.wpe->weight.numel() : 0) + (c.tie_weights ? 0 : model.wte->weight.numel());
+double flops_per_token(const nn::GPTConfig& c, std::int64_t n_params) {
+  const std::int64_t lookups = (c.rotary ? 0 : c.block_size * c.n_embd) + (c.tie_weights ? 0 : c.vocab_size * c.n_embd);
   return 6.0 * static_cast<double>(n_params - lookups) +
          12.0 * static_cast<double>(c.n_layer * c.n_embd * c.block_size);
 }
@@ -47,10 +40,9 @@ void print_run_header(Run& run) {
   run.log.write({{"config", nlohmann::json::parse(nn::train_config_json(cfg))}, {"world_size", run.acc.world_size()}});
   run.acc.print("GPT {} layers, {} heads, C {}, T {}, V {}: {} parameters ({}); {} iters; {} train / {} val tokens\n",
                 cfg.model.n_layer, cfg.model.n_head, cfg.model.n_embd, cfg.model.block_size, cfg.model.vocab_size,
-                count_parameters(run.model), cfg.model.tie_weights ? "lm_head tied to wte" : "lm_head untied",
+                run.layout.parameter_count(), cfg.model.tie_weights ? "lm_head tied to wte" : "lm_head untied",
                 cfg.max_iters, run.ds.size(nn::data::Split::Train), run.ds.size(nn::data::Split::Val));
-  run.acc.print("strategy {}: {}; on {} with {} matmuls; {}, {} schedule\n", run.dp.name(),
-                run.acc.batch_split(cfg.batch_size, dist.accumulation), run.device.str(),
+  run.acc.print("strategy {}; on {} with {} matmuls; {}, {} schedule\n", run.layout.describe(), run.device.str(),
                 matmul_precision_name(matmul_precision()), describe_optimizer(cfg, dist), cfg.lr_schedule);
 }
 
@@ -92,7 +84,7 @@ void report_throughput(Run& run, const StepTimes& times) {
   // The median step beside the mean: on a shared machine a few stalled steps move the mean,
   // not the median (the PyTorch twin and bench/train_bench report the median).
   const double median_ms = median(times.step_ms);
-  const double flops = flops_per_token(run.model, count_parameters(run.model));
+  const double flops = flops_per_token(run.cfg.model, run.layout.parameter_count());
   const double tflops = tokens_per_s * flops / 1e12;
   run.acc.print("trained {} iterations in {:.1f} s of steps ({:.1f} s wall): {:.0f} tokens/s (median step {:.2f} ms: "
                 "{:.0f} tokens/s), {:.3g} TFLOP/s ({:.3g} GFLOP per token: 6 N + 12 L C T, nanoGPT's estimate_mfu)\n",

@@ -8,12 +8,15 @@
 //   ringgrad-run --nproc-per-node 2 train_gpt --config baby --strategy ddp
 //   train_gpt --config baby --time_budget 60    # as good as it gets in 60 s of training
 //   train_gpt --config shakespeare-char --device cuda --dtype bf16   # nanoGPT's GPU recipe
-//   ringgrad-run --nproc-per-node 4 train_gpt --config baby --tp 2 --pp 2 --micro_batches 2   # model_parallel.cc
+//   ringgrad-run --nproc-per-node 4 train_gpt --config baby --tp 2 --pp 2 --micro_batches 2   # grid_layout.cc
 //   ringgrad-run --nproc-per-node 2 train_gpt --config baby --cp 2   # the sequence split, ring attention
 //
-// The pieces around the loop sit beside this file: options (the flags), optimizer, checkpointing
-// (resume and save), evaluation (loss estimates and the sample), report (progress, throughput,
-// memory), and model_parallel (the --tp/--pp/--cp path).
+// The loop is the same for every layout of the ranks: one process, any data-parallel strategy,
+// any --tp x --pp x --cp grid; what differs (how the model is built and split, how a step's
+// forward and backward run, the loss and logits of evaluation and sampling, checkpoints) is
+// behind layout.h. The pieces around the loop sit beside this file: options (the flags),
+// optimizer, checkpointing (resume and save), evaluation (loss estimates and the sample), report
+// (progress, throughput, memory), and the layouts (data_parallel_layout, grid_layout).
 #include <fmt/format.h>
 
 #include <cstdio>
@@ -26,7 +29,7 @@
 #include "collectives/collective_error.h"
 #include "examples/train_gpt/checkpointing.h"
 #include "examples/train_gpt/evaluation.h"
-#include "examples/train_gpt/model_parallel.h"
+#include "examples/train_gpt/layout.h"
 #include "examples/train_gpt/optimizer.h"
 #include "examples/train_gpt/options.h"
 #include "examples/train_gpt/report.h"
@@ -54,49 +57,23 @@ double learning_rate(const nn::TrainConfig& cfg, std::int64_t it, double elapsed
   return cfg.lr_at(static_cast<std::int64_t>(elapsed / time_budget * static_cast<double>(cfg.lr_decay_iters)));
 }
 
-// One step's forward and backward: this rank's rows of the global batch, in `accumulation`
-// micro-batches whose gradients add up; all but the last run under no_sync(), so the gradients
-// are reduced across ranks once per step. Returns this rank's loss on its rows.
-double forward_backward(Run& run, const nn::data::Batch& batch, std::int64_t local_batch) {
-  const std::int64_t accumulation = run.opt.dist.accumulation;
-  const std::int64_t micro = run.cfg.batch_size / accumulation;  // rows of one micro-step, all ranks
-  double loss_sum = 0;
-  for (std::int64_t m = 0; m < accumulation; ++m) {
-    const std::int64_t first_row = m * micro + run.acc.rank() * local_batch;
-    const Tensor x = kernels::contiguous(kernels::narrow(batch.x, 0, first_row, local_batch)).to(run.device);
-    const Tensor y = kernels::contiguous(kernels::narrow(batch.y, 0, first_row, local_batch)).to(run.device);
-    const Tensor loss = cross_entropy(run.dp.forward(x), y) * (1.0 / static_cast<double>(accumulation));
-    loss_sum += loss.item<double>();
-    if (m + 1 < accumulation) {
-      auto no_sync = run.dp.no_sync();
-      run.dp.backward(loss);
-    } else {
-      run.dp.backward(loss);
-    }
-  }
-  return loss_sum;
-}
-
 int train(nn::TrainConfig cfg, const Options& opt) {
   parallel::Accelerator acc(opt.placement.backend);
   const Device device = parallel::select_device(opt.placement.device);
   set_matmul_precision(parse_matmul_precision(opt.placement.dtype));
   const auto ds = nn::data::CharDataset::from_file(opt.paths.data);
   cfg.model.vocab_size = ds.vocab_size();
-  const std::int64_t local_batch = acc.local_batch(cfg.batch_size, opt.dist.accumulation);
-  manual_seed(cfg.seed);  // the same initial weights on every device: drawn on the CPU, then moved
-  auto model = std::make_shared<nn::GPT>(cfg.model);
-  model->to(device);  // before the optimizer is made, so its state is made there too
-  const auto dp = configure_optimizers(acc, model, cfg, opt.dist);
+  const auto layout = make_layout(acc, cfg, opt, ds, device);  // the model on the ranks (layout.h)
+  nn::parallel::DataParallel& dp = layout->dp();  // this rank's piece inside the --strategy
   const std::string resume = resume_path(opt.paths);
-  nn::TrainState state = start_or_resume(acc, *dp, cfg, ds, opt, resume);
-  Run run{acc, cfg, opt, ds, *model, *dp, device, state.iter, std::move(state),
+  nn::TrainState state = start_or_resume(acc, *layout, cfg, ds, opt, resume);
+  Run run{acc, cfg, opt, ds, *layout, dp, device, state.iter, std::move(state),
           RunLog(opt.paths.log, acc.is_main_process(), !resume.empty())};
   print_run_header(run);
 
   const double time_budget = opt.dist.time_budget;  // seconds of training steps; 0: max_iters decides
   StepTimes times;
-  parallel::TraceWindow timeline(opt.paths.trace, acc.comm(), model.get(), {}, 2, opt.paths.trace_iters);  // --trace
+  parallel::TraceWindow timeline(opt.paths.trace, acc.comm(), &dp.module(), layout->traced(), 2, opt.paths.trace_iters);
   std::int64_t it = run.state.iter;
   for (;; ++it) {
     // Under a time budget training stops when it is spent; rank 0's clock decides for all.
@@ -106,14 +83,14 @@ int train(nn::TrainConfig cfg, const Options& opt) {
 
     timeline.at(it);
     const trace::Span iteration("iteration", "step");
-    times.begin(*dp);
+    times.begin(dp);
     const double lr = learning_rate(cfg, it, elapsed, time_budget);
     const nn::data::Batch batch = ds.get_batch(Split::Train, cfg.batch_size, cfg.model.block_size, run.state.data_gen);
-    dp->zero_grad();
-    const double loss_sum = forward_backward(run, batch, local_batch);
-    dp->set_lr(lr);
-    const double grad_norm = optimizer_step(*dp, cfg.grad_clip);
-    const double ms = times.end(*dp);
+    dp.zero_grad();
+    const double loss_sum = layout->forward_backward(batch);
+    dp.set_lr(lr);
+    const double grad_norm = optimizer_step(dp, cfg.grad_clip);
+    const double ms = times.end(dp);
 
     if (opt.paths.save_every > 0 && (it + 1) % opt.paths.save_every == 0) save_checkpoint(run, it + 1);
     if (it % cfg.log_interval == 0) log_progress(run, it, loss_sum, lr, grad_norm, ms, times);
@@ -134,16 +111,6 @@ int main(int argc, char** argv) {
   nn::TrainConfig cfg;
   Options opt;
   if (const auto status = parse_options(argc, argv, cfg, opt)) return *status;
-  if (opt.mp.tp * opt.mp.pp * opt.mp.cp > 1) {
-    try {
-      opt.mp.resume = resume_path(opt.paths);
-      set_num_threads(opt.threads);
-      return examples::train_model_parallel(cfg, opt.paths.data, opt.mp);
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "train_gpt: {}\n", e.what());
-      return 2;
-    }
-  }
   try {
     set_num_threads(opt.threads);  // throws std::invalid_argument on a bad RINGGRAD_ONEDNN
     return train(cfg, opt);

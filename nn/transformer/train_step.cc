@@ -28,10 +28,7 @@ StepResult train_step(GPT& model, AdamW& optimizer, const data::Batch& batch, do
   return {loss.item<double>(), norm};
 }
 
-namespace {
-
-// model's loss on one batch, in eval mode without a graph.
-BatchLoss loss_of(GPT& model) {
+BatchLoss batch_loss(GPT& model) {
   return [&model](const Tensor& x, const Tensor& y) {
     NoGradGuard no_grad;
     const bool was_training = model.is_training();
@@ -41,8 +38,6 @@ BatchLoss loss_of(GPT& model) {
     return loss;
   };
 }
-
-}  // namespace
 
 double estimate_loss(const BatchLoss& loss, const data::CharDataset& dataset, data::Split split, std::int64_t batches,
                      std::int64_t batch_size, std::int64_t block_size, std::uint64_t seed) {
@@ -57,7 +52,7 @@ double estimate_loss(const BatchLoss& loss, const data::CharDataset& dataset, da
 
 double estimate_loss(GPT& model, const data::CharDataset& dataset, data::Split split, std::int64_t batches,
                      std::int64_t batch_size, std::uint64_t seed) {
-  return estimate_loss(loss_of(model), dataset, split, batches, batch_size, model.config().block_size, seed);
+  return estimate_loss(batch_loss(model), dataset, split, batches, batch_size, model.config().block_size, seed);
 }
 
 SplitLoss full_split_loss(const BatchLoss& loss, const data::CharDataset& dataset, data::Split split,
@@ -77,7 +72,7 @@ SplitLoss full_split_loss(const BatchLoss& loss, const data::CharDataset& datase
 }
 
 SplitLoss full_split_loss(GPT& model, const data::CharDataset& dataset, data::Split split, std::int64_t batch_size) {
-  return full_split_loss(loss_of(model), dataset, split, batch_size, model.config().block_size);
+  return full_split_loss(batch_loss(model), dataset, split, batch_size, model.config().block_size);
 }
 
 }  // namespace ringgrad::nn

@@ -33,6 +33,9 @@ StepResult train_step(GPT& model, AdamW& optimizer, const data::Batch& batch, do
 /// without a graph: what the estimates below average. A collective where the model is split.
 using BatchLoss = std::function<double(const Tensor& x, const Tensor& y)>;
 
+/// model's BatchLoss: cross-entropy of model(x) against y, on the model's device.
+BatchLoss batch_loss(GPT& model);
+
 /// Mean loss over `batches` batches of `split`, drawn from a Generator seeded with `seed` (the
 /// same batches at every call, so estimates are comparable), in eval mode without a graph.
 double estimate_loss(GPT& model, const data::CharDataset& dataset, data::Split split, std::int64_t batches,
