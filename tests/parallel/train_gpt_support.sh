@@ -25,3 +25,10 @@ same_losses() {
   test -s "$2"
   cmp "$2" "$4"
 }
+
+# measurements: what a run prints about its model, in order: the evaluations, the training
+# losses (as losses prints them), the whole-split loss and the sample (rank 0's under a launcher).
+measurements() {
+  sed 's/^\[rank 0\] //' | sed -n -e '/^eval iter/p' -e 's/^iter *\([0-9]*\): loss \([0-9.]*\).*/\1 \2/p' \
+    -e '/^full val loss/p' -e '/^--- sample/,$p'
+}
