@@ -3,6 +3,10 @@
 // inside the dp groups), and dp 2 x tp 2 and dp 2 x pp 2 under ZeRO-1, ZeRO-2 and FSDP, 3 AdamW
 // steps on a global batch leave the loss and every rank's piece of every parameter, and the
 // gradient norm clipping would use, equal to one process on that batch (float64, 1e-12);
+// with evaluation and accumulation on (pp 2 x tp 2, dp 2 x cp 2, pp 2 x cp 2, cp 2 x tp 2 with
+// sequence parallelism, dp 2 x pp 2 under FSDP), the evaluation losses (grid_loss, also of a
+// length the cp split cannot cut) and the last stage's logits (grid_logits) before each step
+// equal one process's too (1e-12), and each step runs 2 micro-batches x 2 accumulation steps;
 // a grid that does not cover the world is refused on every rank, naming the numbers.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -16,6 +20,8 @@
 #include "collectives/communicator.h"
 #include "nn/optim.h"
 #include "nn/parallel/data_parallel/training_state.h"
+#include "autograd/grad_mode.h"
+#include "nn/parallel/grid/grid_inference.h"
 #include "nn/parallel/grid/grid_training.h"
 #include "nn/transformer/train_step.h"
 #include "tests/parallel/model_parallel_support.h"
@@ -35,8 +41,27 @@ using ringgrad::test::run_ranks;
 
 namespace {
 
+// What the grid evaluates equals one process: the loss of a batch of 8 positions, and of its first
+// 5 (a length cp 2 cannot cut: through the gathered logits), and the whole logits of those 5 on
+// the last stage (undefined elsewhere), which sampling draws from.
+void check_evaluation(GPT& whole, PipelineStage& stage, GridGroups& groups, Generator& gen, int rank, int step) {
+  const auto [x, y] = ringgrad::test::random_batch(gen, 8, 13);
+  const Tensor x5 = kernels::contiguous(kernels::narrow(x, 1, 0, 5)), y5 = kernels::contiguous(kernels::narrow(y, 1, 0, 5));
+  for (const auto& [xs, ys] : {std::pair{x, y}, std::pair{x5, y5}}) {
+    const double got = grid_loss(stage, groups, xs, ys), expected = batch_loss(whole)(xs, ys);
+    check(std::abs(got - expected) < 1e-12, fmt::format("rank {} step {}: evaluation loss of {} positions {} vs one "
+                                                        "process {}", rank, step, xs.size(1), got, expected));
+  }
+  const Tensor logits = grid_logits(stage, groups, x5);
+  if (!stage.is_last()) return check(!logits.defined(), fmt::format("rank {}: logits off the last stage", rank));
+  NoGradGuard no_grad;
+  const double d = max_abs_diff(logits, whole(x5));
+  check(d < 1e-12, fmt::format("rank {} step {}: the last stage's logits differ from one process's by {}", rank, step, d));
+}
+
 void grid_equals_one_process(int dp, int pp, int tp, PipelineSchedule schedule, bool tied = true, int cp = 1,
-                             bool sp = false, const std::string& strategy = "ddp") {
+                             bool sp = false, const std::string& strategy = "ddp", int accumulation = 1,
+                             bool evaluate = false) {
   const auto results = run_ranks(dp * pp * tp * cp, [&](const transport::Config& config) {
     Communicator world(config, collectives::CommOptions{});
     GridGroups groups = GridGroups::make(world, dp, pp, tp, cp);
@@ -46,10 +71,11 @@ void grid_equals_one_process(int dp, int pp, int tp, PipelineSchedule schedule, 
     AdamW serial(weight_decay_groups(whole, 0.1), ringgrad::test::kTestAdam);
     Generator gen(31);
     for (int step = 0; step < 3; ++step) {
+      if (evaluate) check_evaluation(whole, dynamic_cast<PipelineStage&>(mine->module()), groups, gen, world.rank(), step);
       const auto [x, y] = ringgrad::test::random_batch(gen, 8, 13);
       const double expected_loss = ringgrad::test::one_process_step(whole, serial, x, y);
       mine->zero_grad();
-      const double got = grid_step(*mine, groups, x, y, 2, schedule).loss;
+      const double got = grid_step(*mine, groups, x, y, 2 * accumulation, schedule).loss;  // train_gpt's accumulation
       const double norm = mine->step(1e9);  // a bound never reached: the norm, no clipping
       const double whole_norm = std::sqrt(grad_norm_squared(whole.parameters()));
       check(std::abs(norm - whole_norm) < 1e-12,
@@ -65,8 +91,8 @@ void grid_equals_one_process(int dp, int pp, int tp, PipelineSchedule schedule, 
       check(d < 1e-12, fmt::format("rank {}: {} differs from one process's by {}", world.rank(), name, d));
     }
   });
-  INFO(fmt::format("dp {} x pp {} x cp {} x tp {}{}, {}, {}: {}", dp, pp, cp, tp, sp ? " (sp)" : "", tied ? "tied" : "untied",
-                   strategy, describe(results)));
+  INFO(fmt::format("dp {} x pp {} x cp {} x tp {}{}, {}, {}{}: {}", dp, pp, cp, tp, sp ? " (sp)" : "",
+                   tied ? "tied" : "untied", strategy, evaluate ? ", evaluated, 2 accumulation steps" : "", describe(results)));
   for (const auto& r : results) CHECK(r.ok());
 }
 
@@ -112,6 +138,15 @@ TEST_CASE("grid: ZeRO-1, ZeRO-2 and FSDP inside the dp groups of dp 2 x tp 2 and
     grid_equals_one_process(2, 2, 1, PipelineSchedule::kAllForwardAllBackward, false, 1, false, strategy);
   }
   grid_equals_one_process(2, 1, 1, PipelineSchedule::kOneForwardOneBackward, true, 2, false, "ddp-naive");
+}
+
+TEST_CASE("grid: evaluation (loss and logits) and accumulation under pp 2 x tp 2, dp 2 x cp 2, pp 2 x cp 2, cp 2 x tp 2 (sp) and dp 2 x pp 2 (fsdp) as one process") {
+  const auto one_f_one_b = PipelineSchedule::kOneForwardOneBackward;
+  grid_equals_one_process(1, 2, 2, one_f_one_b, false, 1, false, "ddp", 2, true);
+  grid_equals_one_process(2, 1, 1, one_f_one_b, true, 2, false, "ddp", 2, true);
+  grid_equals_one_process(1, 2, 1, one_f_one_b, true, 2, false, "ddp", 2, true);
+  grid_equals_one_process(1, 1, 2, one_f_one_b, false, 2, true, "ddp", 2, true);
+  grid_equals_one_process(2, 2, 1, PipelineSchedule::kAllForwardAllBackward, false, 1, false, "fsdp", 2, true);
 }
 
 TEST_CASE("grid: a layout that does not cover the world is refused on every rank, naming the numbers") {
