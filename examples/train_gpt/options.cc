@@ -137,8 +137,8 @@ std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainC
     std::vector<std::string> refused;
     if (opt.placement.device != "cpu")
       refused.push_back("--device " + opt.placement.device + " (the split layers' kernels and exchanges run on the CPU)");
-    for (const std::string& name : cfg.model.data_parallel_only())
-      refused.push_back("--" + name + " (the split blocks compute learned positions, GELU, no QK-norm)");
+    if (cfg.model.rotary && mp.cp > 1)
+      refused.push_back("--rotary with --cp (each cp rank's positions start at its offset; the rotation starts at 0)");
     if (cfg.optimizer != "adamw")
       refused.push_back("--optimizer " + cfg.optimizer + " (it orthogonalises whole matrices; each rank holds pieces)");
     if (!refused.empty()) {

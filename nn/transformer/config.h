@@ -31,14 +31,6 @@ struct GPTConfig {
   std::vector<std::pair<std::string, bool>> computation_flags() const {
     return {{"rotary", rotary}, {"qk_norm", qk_norm}, {"relu_squared", relu_squared}};
   }
-  /// Those of them that are on: built for one process and data parallelism, not yet for tensor,
-  /// pipeline or context parallelism, whose layers refuse them by these names.
-  std::vector<std::string> data_parallel_only() const {
-    std::vector<std::string> on;
-    for (const auto& [name, value] : computation_flags())
-      if (value) on.push_back(name);
-    return on;
-  }
 };
 
 }  // namespace ringgrad::nn

@@ -12,12 +12,12 @@ MLP::MLP(const GPTConfig& config) : dropout_(config.dropout), relu_squared_(conf
   c_proj = register_module("c_proj", std::make_shared<Linear>(4 * config.n_embd, config.n_embd, config.bias, config.dtype));
 }
 
-Tensor MLP::activation(const Tensor& h) const {
-  if (!relu_squared_) return gelu(h);
+Tensor MLP::activation(const Tensor& h, bool relu_squared) {
+  if (!relu_squared) return gelu(h);
   const Tensor r = relu(h);
   return r * r;
 }
 
-Tensor MLP::forward(const Tensor& x) { return dropout((*c_proj)(activation((*c_fc)(x))), dropout_, is_training()); }
+Tensor MLP::forward(const Tensor& x) { return dropout((*c_proj)(activation((*c_fc)(x), relu_squared_)), dropout_, is_training()); }
 
 }  // namespace ringgrad::nn

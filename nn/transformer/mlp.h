@@ -18,8 +18,11 @@ class MLP : public Module {
 
   std::shared_ptr<Linear> c_fc, c_proj;
 
+  /// GELU of h, or (relu_squared) ReLU(h)^2: elementwise, so a tensor-parallel rank applies it
+  /// to its slice of the hidden units.
+  static Tensor activation(const Tensor& h, bool relu_squared);
+
  private:
-  Tensor activation(const Tensor& h) const;  // GELU, or ReLU(h)^2
   double dropout_;
   bool relu_squared_;
 };

@@ -7,6 +7,8 @@
 // sequence parallelism, dp 2 x pp 2 under FSDP), the evaluation losses (grid_loss, also of a
 // length the cp split cannot cut) and the last stage's logits (grid_logits) before each step
 // equal one process's too (1e-12), and each step runs 2 micro-batches x 2 accumulation steps;
+// rotary embeddings, QK-norm and ReLU^2 train as one process under tp 2, dp 2 x pp 2 and
+// pp 2 x tp 2 (sp), and QK-norm and ReLU^2 under cp 2 x tp 2, evaluation on (1e-12);
 // a grid that does not cover the world is refused on every rank, naming the numbers.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -59,23 +61,36 @@ void check_evaluation(GPT& whole, PipelineStage& stage, GridGroups& groups, Gene
   check(d < 1e-12, fmt::format("rank {} step {}: the last stage's logits differ from one process's by {}", rank, step, d));
 }
 
-void grid_equals_one_process(int dp, int pp, int tp, PipelineSchedule schedule, bool tied = true, int cp = 1,
-                             bool sp = false, const std::string& strategy = "ddp", int accumulation = 1,
-                             bool evaluate = false) {
+// A run on the grid: its layout, the strategy inside the dp groups, the model, what it checks.
+struct Run {
+  int dp = 1, pp = 1, tp = 1, cp = 1;
+  bool sp = false;
+  PipelineSchedule schedule = PipelineSchedule::kOneForwardOneBackward;
+  bool tied = true;
+  std::string strategy = "ddp";
+  int accumulation = 1;      // steps of 2 micro-batches each
+  bool evaluate = false;     // check_evaluation before each step
+  bool rotary = false, qk_norm = false, relu_squared = false;
+};
+
+void grid_equals_one_process(const Run& run) {
+  const int dp = run.dp, pp = run.pp, tp = run.tp, cp = run.cp;
   const auto results = run_ranks(dp * pp * tp * cp, [&](const transport::Config& config) {
     Communicator world(config, collectives::CommOptions{});
     GridGroups groups = GridGroups::make(world, dp, pp, tp, cp);
     manual_seed(21);
-    GPT whole(ringgrad::test::small_gpt(4, 4, 16, 13, tied));
-    auto mine = ringgrad::test::grid_strategy(strategy, make_stage(whole, groups, sp), groups);
+    GPTConfig model = ringgrad::test::small_gpt(4, 4, 16, 13, run.tied);
+    model.rotary = run.rotary, model.qk_norm = run.qk_norm, model.relu_squared = run.relu_squared;
+    GPT whole(model);
+    auto mine = ringgrad::test::grid_strategy(run.strategy, make_stage(whole, groups, run.sp), groups);
     AdamW serial(weight_decay_groups(whole, 0.1), ringgrad::test::kTestAdam);
     Generator gen(31);
     for (int step = 0; step < 3; ++step) {
-      if (evaluate) check_evaluation(whole, dynamic_cast<PipelineStage&>(mine->module()), groups, gen, world.rank(), step);
+      if (run.evaluate) check_evaluation(whole, dynamic_cast<PipelineStage&>(mine->module()), groups, gen, world.rank(), step);
       const auto [x, y] = ringgrad::test::random_batch(gen, 8, 13);
       const double expected_loss = ringgrad::test::one_process_step(whole, serial, x, y);
       mine->zero_grad();
-      const double got = grid_step(*mine, groups, x, y, 2 * accumulation, schedule).loss;  // train_gpt's accumulation
+      const double got = grid_step(*mine, groups, x, y, 2 * run.accumulation, run.schedule).loss;  // train_gpt's accumulation
       const double norm = mine->step(1e9);  // a bound never reached: the norm, no clipping
       const double whole_norm = std::sqrt(grad_norm_squared(whole.parameters()));
       check(std::abs(norm - whole_norm) < 1e-12,
@@ -91,62 +106,73 @@ void grid_equals_one_process(int dp, int pp, int tp, PipelineSchedule schedule, 
       check(d < 1e-12, fmt::format("rank {}: {} differs from one process's by {}", world.rank(), name, d));
     }
   });
-  INFO(fmt::format("dp {} x pp {} x cp {} x tp {}{}, {}, {}{}: {}", dp, pp, cp, tp, sp ? " (sp)" : "",
-                   tied ? "tied" : "untied", strategy, evaluate ? ", evaluated, 2 accumulation steps" : "", describe(results)));
+  INFO(fmt::format("dp {} x pp {} x cp {} x tp {}{}, {}, {}{}{}{}{}: {}", dp, pp, cp, tp, run.sp ? " (sp)" : "",
+                   run.tied ? "tied" : "untied", run.strategy, run.evaluate ? ", evaluated" : "",
+                   run.accumulation > 1 ? fmt::format(", {} accumulation steps", run.accumulation) : "",
+                   run.rotary ? ", rotary" : "", run.qk_norm || run.relu_squared ? ", QK-norm, ReLU^2" : "", describe(results)));
   for (const auto& r : results) CHECK(r.ok());
 }
 
 }  // namespace
 
 TEST_CASE("grid: dp 2 x tp 2 on 4 ranks trains what one process trains") {
-  grid_equals_one_process(2, 1, 2, PipelineSchedule::kOneForwardOneBackward);
+  grid_equals_one_process({.dp = 2, .tp = 2});
 }
 
 TEST_CASE("grid: dp 2 x pp 2 on 4 ranks trains what one process trains (1F1B)") {
-  grid_equals_one_process(2, 2, 1, PipelineSchedule::kOneForwardOneBackward);
+  grid_equals_one_process({.dp = 2, .pp = 2});
 }
 
 TEST_CASE("grid: pp 2 x tp 2 on 4 ranks trains what one process trains (AFAB and 1F1B)") {
-  grid_equals_one_process(1, 2, 2, PipelineSchedule::kAllForwardAllBackward);
-  grid_equals_one_process(1, 2, 2, PipelineSchedule::kOneForwardOneBackward);
+  grid_equals_one_process({.pp = 2, .tp = 2, .schedule = PipelineSchedule::kAllForwardAllBackward});
+  grid_equals_one_process({.pp = 2, .tp = 2});
 }
 
 TEST_CASE("grid: an untied lm_head (train_gpt's presets) under pp 2 x tp 2 and dp 2 x pp 2 trains what one process trains") {
-  grid_equals_one_process(1, 2, 2, PipelineSchedule::kOneForwardOneBackward, false);
-  grid_equals_one_process(2, 2, 1, PipelineSchedule::kAllForwardAllBackward, false);
+  grid_equals_one_process({.pp = 2, .tp = 2, .tied = false});
+  grid_equals_one_process({.dp = 2, .pp = 2, .schedule = PipelineSchedule::kAllForwardAllBackward, .tied = false});
 }
 
 TEST_CASE("grid: context parallel (ring attention) cp 2 alone, cp 2 x tp 2 and dp 2 x cp 2 train what one process trains") {
-  grid_equals_one_process(1, 1, 1, PipelineSchedule::kOneForwardOneBackward, true, 2);
-  grid_equals_one_process(1, 1, 2, PipelineSchedule::kOneForwardOneBackward, false, 2);
-  grid_equals_one_process(2, 1, 1, PipelineSchedule::kOneForwardOneBackward, true, 2);
+  grid_equals_one_process({.cp = 2});
+  grid_equals_one_process({.tp = 2, .cp = 2, .tied = false});
+  grid_equals_one_process({.dp = 2, .cp = 2});
 }
 
 TEST_CASE("grid: pp 2 x cp 2 on 4 ranks trains what one process trains") {
-  grid_equals_one_process(1, 2, 1, PipelineSchedule::kOneForwardOneBackward, true, 2);
+  grid_equals_one_process({.pp = 2, .cp = 2});
 }
 
 TEST_CASE("grid: sequence parallel inside tp 2, pp 2 x tp 2 and cp 2 x tp 2 trains what one process trains") {
-  grid_equals_one_process(1, 1, 2, PipelineSchedule::kOneForwardOneBackward, true, 1, true);
-  grid_equals_one_process(1, 2, 2, PipelineSchedule::kOneForwardOneBackward, false, 1, true);
-  grid_equals_one_process(1, 1, 2, PipelineSchedule::kOneForwardOneBackward, false, 2, true);
+  grid_equals_one_process({.tp = 2, .sp = true});
+  grid_equals_one_process({.pp = 2, .tp = 2, .sp = true, .tied = false});
+  grid_equals_one_process({.tp = 2, .cp = 2, .sp = true, .tied = false});
 }
 
 TEST_CASE("grid: ZeRO-1, ZeRO-2 and FSDP inside the dp groups of dp 2 x tp 2 and dp 2 x pp 2 train what one process trains") {
   for (const char* strategy : {"zero1", "zero2", "fsdp"}) {
-    grid_equals_one_process(2, 1, 2, PipelineSchedule::kOneForwardOneBackward, true, 1, false, strategy);
-    grid_equals_one_process(2, 2, 1, PipelineSchedule::kAllForwardAllBackward, false, 1, false, strategy);
+    grid_equals_one_process({.dp = 2, .tp = 2, .strategy = strategy});
+    grid_equals_one_process(
+        {.dp = 2, .pp = 2, .schedule = PipelineSchedule::kAllForwardAllBackward, .tied = false, .strategy = strategy});
   }
-  grid_equals_one_process(2, 1, 1, PipelineSchedule::kOneForwardOneBackward, true, 2, false, "ddp-naive");
+  grid_equals_one_process({.dp = 2, .cp = 2, .strategy = "ddp-naive"});
 }
 
 TEST_CASE("grid: evaluation (loss and logits) and accumulation under pp 2 x tp 2, dp 2 x cp 2, pp 2 x cp 2, cp 2 x tp 2 (sp) and dp 2 x pp 2 (fsdp) as one process") {
-  const auto one_f_one_b = PipelineSchedule::kOneForwardOneBackward;
-  grid_equals_one_process(1, 2, 2, one_f_one_b, false, 1, false, "ddp", 2, true);
-  grid_equals_one_process(2, 1, 1, one_f_one_b, true, 2, false, "ddp", 2, true);
-  grid_equals_one_process(1, 2, 1, one_f_one_b, true, 2, false, "ddp", 2, true);
-  grid_equals_one_process(1, 1, 2, one_f_one_b, false, 2, true, "ddp", 2, true);
-  grid_equals_one_process(2, 2, 1, PipelineSchedule::kAllForwardAllBackward, false, 1, false, "fsdp", 2, true);
+  grid_equals_one_process({.pp = 2, .tp = 2, .tied = false, .accumulation = 2, .evaluate = true});
+  grid_equals_one_process({.dp = 2, .cp = 2, .accumulation = 2, .evaluate = true});
+  grid_equals_one_process({.pp = 2, .cp = 2, .accumulation = 2, .evaluate = true});
+  grid_equals_one_process({.tp = 2, .cp = 2, .sp = true, .tied = false, .accumulation = 2, .evaluate = true});
+  grid_equals_one_process({.dp = 2, .pp = 2, .schedule = PipelineSchedule::kAllForwardAllBackward, .tied = false,
+                           .strategy = "fsdp", .accumulation = 2, .evaluate = true});
+}
+
+TEST_CASE("grid: rotary embeddings, QK-norm and ReLU^2 under tp 2, pp 2, pp 2 x tp 2 (sp), and QK-norm and ReLU^2 under cp 2 x tp 2, as one process") {
+  grid_equals_one_process({.tp = 2, .tied = false, .evaluate = true, .rotary = true, .qk_norm = true, .relu_squared = true});
+  grid_equals_one_process({.dp = 2, .pp = 2, .evaluate = true, .rotary = true, .qk_norm = true, .relu_squared = true});
+  grid_equals_one_process({.pp = 2, .tp = 2, .sp = true, .tied = false, .evaluate = true, .rotary = true,
+                           .qk_norm = true, .relu_squared = true});
+  grid_equals_one_process({.tp = 2, .cp = 2, .evaluate = true, .qk_norm = true, .relu_squared = true});
 }
 
 TEST_CASE("grid: a layout that does not cover the world is refused on every rank, naming the numbers") {

@@ -25,9 +25,6 @@ PipelineStage::PipelineStage(const GPT& full, int stage, int stages, collectives
     : config_(full.config()), stage_(stage), stages_(stages), tp_(tp), cp_(cp),
       sequence_parallel_(sequence_parallel && tp != nullptr && tp->world_size() > 1) {
   const std::int64_t layers = config_.n_layer;
-  if (!config_.data_parallel_only().empty())
-    throw std::invalid_argument(fmt::format("PipelineStage {} of {}: {} not built for model parallelism yet", stage,
-                                            stages, fmt::join(config_.data_parallel_only(), ", ")));
   if (stages < 1 || stage < 0 || stage >= stages || layers % stages != 0)
     throw std::invalid_argument(fmt::format("PipelineStage {} of {}: n_layer {} does not divide into {} stages", stage,
                                             stages, layers, stages));
@@ -52,7 +49,7 @@ PipelineStage::PipelineStage(const GPT& full, int stage, int stages, collectives
   // draws initial weights; the generator is put back, so a stage does not change what the
   // program draws next.
   const Generator saved = default_generator();
-  if (is_first()) wpe = register_module("wpe", std::make_shared<Embedding>(c.block_size, c.n_embd, c.dtype));
+  if (is_first() && full.wpe) wpe = register_module("wpe", std::make_shared<Embedding>(c.block_size, c.n_embd, c.dtype));
   for (std::int64_t i = stage * per; i < (stage + 1) * per; ++i) {
     const Block& block = *full.h[static_cast<std::size_t>(i)];
     std::shared_ptr<Module> mine;
@@ -101,7 +98,9 @@ Tensor PipelineStage::forward(const Tensor& input) {
                                               t, tp_->world_size()));
     const std::int64_t first = (cp_ != nullptr ? cp_->rank() * t : 0) + (sequence_parallel_ ? tp_->rank() * len : 0);
     const Tensor pos = kernels::contiguous(kernels::narrow(Tensor::arange(first + len), 0, first, len)).to(input.device());
-    x = dropout((*wte)(input) + (*wpe)(pos), config_.dropout, is_training());
+    x = (*wte)(input);
+    if (wpe) x = x + (*wpe)(pos);  // none with rotary embeddings: the positions turn q and k instead
+    x = dropout(x, config_.dropout, is_training());
   }
   for (auto& block : h) x = (*block)(x);
   if (!is_last()) return x;

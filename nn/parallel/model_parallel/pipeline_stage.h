@@ -1,10 +1,12 @@
 // One stage of a GPT cut into pipeline stages (GPipe, Huang et al. 2019): stage s of S holds
-// blocks [s L/S, (s+1) L/S), the first also the embeddings (wte, wpe), the last also ln_f and
-// the head. A head tied to wte means that with S > 1 the first and the last stage each hold a
-// copy of wte and sum their gradients after backward (Megatron's embedding group), which keeps
-// the two copies equal; an untied lm_head lives on the last stage alone. Given a tensor-parallel group, the stage's blocks, embedding and head
-// are split over it as in TensorParallelGPT (pipeline x tensor parallelism). Parameter names
-// are the GPT's.
+// blocks [s L/S, (s+1) L/S), the first also the embeddings (wte, and wpe unless the positions
+// are rotary), the last also ln_f and the head. A head tied to wte means that with S > 1 the
+// first and the last stage each hold a copy of wte and sum their gradients after backward
+// (Megatron's embedding group), which keeps the two copies equal; an untied lm_head lives on the
+// last stage alone. Given a tensor-parallel group, the stage's blocks, embedding and head are
+// split over it as in TensorParallelGPT (pipeline x tensor parallelism). The blocks compute what
+// the GPT's do, with its rotary embeddings, QK-norm or ReLU^2 (rotary not under context
+// parallelism). Parameter names are the GPT's.
 //
 //   first:  idx [b, T] int64          -> [b, T, C]
 //   middle: [b, T, C]                 -> [b, T, C]
@@ -55,7 +57,7 @@ class PipelineStage : public Module {
   const GPTConfig& config() const { return config_; }
 
   std::shared_ptr<Module> wte;           // first stage (and last, tied): Embedding, or VocabParallelEmbedding
-  std::shared_ptr<Embedding> wpe;        // first stage
+  std::shared_ptr<Embedding> wpe;        // first stage, unless rotary
   std::vector<std::shared_ptr<Module>> h;  // Block, or TensorParallelBlock
   std::shared_ptr<LayerNorm> ln_f;       // last stage
   std::shared_ptr<Module> lm_head;       // last stage, untied: Linear, or ColumnParallelLinear over the vocabulary

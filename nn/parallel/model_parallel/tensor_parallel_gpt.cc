@@ -63,25 +63,34 @@ TensorParallelAttention::TensorParallelAttention(const CausalSelfAttention& full
                                                  collectives::Communicator& group, collectives::Communicator* context)
     : heads_here_(config.n_head / group.world_size()),
       dropout_(config.dropout),
+      rotary_(config.rotary),
+      qk_norm_(config.qk_norm),
       context_(context != nullptr && context->world_size() > 1 ? context : nullptr) {
+  if (rotary_ && context_ != nullptr)
+    throw std::invalid_argument(fmt::format("rank {}: rotary embeddings under context parallelism (cp {}) are not built "
+                                            "yet (each cp rank's positions start at its offset)", group.rank(),
+                                            context_->world_size()));
   c_attn = register_module("c_attn", std::make_shared<ColumnParallelLinear>(*full.c_attn, group, false, /*parts=*/3));
   c_proj = register_module("c_proj", std::make_shared<RowParallelLinear>(*full.c_proj, group));
 }
 
 Tensor TensorParallelAttention::forward(const Tensor& x) {
-  const Tensor qkv = (*c_attn)(x);  // [B, T, 3C/p]
+  // This rank's q, k and v of its H/p heads: QK-norm and rotary act per head, as on one process.
+  Tensor qkv = (*c_attn)(x);  // [B, T, 3C/p]
+  if (qk_norm_) qkv = qk_norm(qkv, heads_here_);
+  if (rotary_) qkv = rotary_qk(qkv, heads_here_);
   const Tensor y = context_ != nullptr ? ring_attention(qkv, heads_here_, *context_) : causal_self_attention(qkv, heads_here_);
   return dropout((*c_proj)(y), dropout_, is_training());
 }
 
 TensorParallelMLP::TensorParallelMLP(const MLP& full, const GPTConfig& config, collectives::Communicator& group)
-    : dropout_(config.dropout) {
+    : dropout_(config.dropout), relu_squared_(config.relu_squared) {
   c_fc = register_module("c_fc", std::make_shared<ColumnParallelLinear>(*full.c_fc, group));
   c_proj = register_module("c_proj", std::make_shared<RowParallelLinear>(*full.c_proj, group));
 }
 
 Tensor TensorParallelMLP::forward(const Tensor& x) {
-  return dropout((*c_proj)(gelu((*c_fc)(x))), dropout_, is_training());
+  return dropout((*c_proj)(MLP::activation((*c_fc)(x), relu_squared_)), dropout_, is_training());
 }
 
 TensorParallelBlock::TensorParallelBlock(const Block& full, const GPTConfig& config, collectives::Communicator& group,
@@ -100,15 +109,12 @@ Tensor TensorParallelBlock::forward(const Tensor& x) {
 TensorParallelGPT::TensorParallelGPT(const GPT& full, collectives::Communicator& group, bool sequence_parallel)
     : config_(full.config()), group_(group), sequence_parallel_(sequence_parallel) {
   const std::int64_t p = group.world_size();
-  if (!config_.data_parallel_only().empty())
-    throw std::invalid_argument(fmt::format("rank {}: {} not built for tensor parallelism yet", group.rank(),
-                                            fmt::join(config_.data_parallel_only(), ", ")));
   if (config_.n_head % p != 0)
     throw std::invalid_argument(fmt::format("TensorParallelGPT on rank {}: n_head {} does not divide into {} "
                                             "tensor-parallel ranks", group.rank(), config_.n_head, p));
   if (!config_.tie_weights) throw std::invalid_argument("TensorParallelGPT: needs tie_weights (lm_head is wte)");
   wte = register_module("wte", std::make_shared<VocabParallelEmbedding>(pad_vocab(full.wte->weight, p), group));
-  wpe = register_module("wpe", copy_of(*full.wpe, config_));
+  if (full.wpe) wpe = register_module("wpe", copy_of(*full.wpe, config_));  // none with rotary embeddings
   for (std::size_t i = 0; i < full.h.size(); ++i)
     h.push_back(register_module("h." + std::to_string(i), std::make_shared<TensorParallelBlock>(*full.h[i], config_, group)));
   ln_f = register_module("ln_f", copy_of(*full.ln_f, config_));
@@ -132,7 +138,9 @@ Tensor TensorParallelGPT::forward(const Tensor& idx) {
   // Sequence parallel: this rank's positions [r T/p, (r+1) T/p) only.
   const std::int64_t first = sequence_parallel_ ? group_.rank() * (t / p) : 0, len = sequence_parallel_ ? t / p : t;
   const Tensor pos = kernels::narrow(Tensor::arange(t), 0, first, len).to(idx.device());
-  Tensor x = dropout((*wte)(idx) + (*wpe)(kernels::contiguous(pos)), config_.dropout, is_training());  // [B, len, C]
+  Tensor x = (*wte)(idx);  // [B, len, C]
+  if (wpe) x = x + (*wpe)(kernels::contiguous(pos));
+  x = dropout(x, config_.dropout, is_training());
   for (auto& block : h) x = (*block)(x);
   x = (*ln_f)(x);
   // The tied head is column-parallel over the vocabulary: the whole x in (gathered along T under

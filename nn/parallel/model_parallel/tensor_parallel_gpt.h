@@ -3,9 +3,12 @@
 //   wte        vocabulary-parallel: rank q holds ids [q V'/p, (q+1) V'/p), V' = V padded to a
 //              multiple of p with zero rows; the tied logits use the same slice
 //   wpe, ln_*  replicated: every rank holds them whole and computes them on the whole stream
+//              (no wpe with rotary embeddings)
 //   attention  heads split: c_attn column-parallel by parts (this rank's q, k and v of its
-//              H/p heads), attention on those heads alone, c_proj row-parallel
-//   MLP        c_fc column-parallel (4C/p hidden units per rank), c_proj row-parallel
+//              H/p heads; QK-norm and rotary embeddings act per head, so on those alone),
+//              attention on those heads alone, c_proj row-parallel
+//   MLP        c_fc column-parallel (4C/p hidden units per rank), GELU or ReLU^2 on them
+//              (elementwise), c_proj row-parallel
 //   loss       vocabulary-parallel cross-entropy: the [B, T, V] logits are never gathered
 //
 // Per block: two all-reduces of [B, T, C] forward (the row-parallel outputs) and two backward
@@ -34,7 +37,8 @@ namespace ringgrad::nn::parallel {
 
 /// A block's attention with this rank's H/p heads. x: [B, T, C] -> [B, T, C] (whole). Given a
 /// context-parallel group of more than one rank, x holds this rank's T/c positions and the
-/// heads attend over the whole sequence by ring attention (ring_attention.h).
+/// heads attend over the whole sequence by ring attention (ring_attention.h). Throws
+/// std::invalid_argument for rotary embeddings with such a group (not built for it yet).
 class TensorParallelAttention : public Module {
  public:
   TensorParallelAttention(const CausalSelfAttention& full, const GPTConfig& config, collectives::Communicator& group,
@@ -47,6 +51,7 @@ class TensorParallelAttention : public Module {
  private:
   std::int64_t heads_here_;
   double dropout_;
+  bool rotary_, qk_norm_;
   collectives::Communicator* context_;
 };
 
@@ -61,6 +66,7 @@ class TensorParallelMLP : public Module {
 
  private:
   double dropout_;
+  bool relu_squared_;
 };
 
 class TensorParallelBlock : public Module {
