@@ -224,7 +224,8 @@ std::optional<int> parse_options(int argc, char** argv, nn::TrainConfig& cfg, Op
       ->check(CLI::IsMember({"ddp-naive", "ddp", "zero1", "zero2", "fsdp"}));
   app.add_option(flag("bucket_cap_mb"), dist.bucket_cap_mb, "DDP bucket size in MiB")->check(ringgrad::cli::kPositive);
   app.add_option(flag("overlap"), dist.overlap, "DDP: all-reduce buckets during backward (true) or after it (false)");
-  app.add_option(flag("accumulation"), dist.accumulation, "Micro-batches per step (gradient accumulation)")
+  app.add_option(flag("accumulation"), dist.accumulation, "Micro-batches per step (gradient accumulation; on a --tp/--pp/--cp grid, "
+                 "pipeline micro-batches: --micro_batches x this many)")
       ->check(ringgrad::cli::at_least(1));
   app.add_option(flag("muon_sharded"), dist.muon_sharded, "Muon under DDP: each rank orthogonalises its share of the "
                  "matrices and broadcasts them (true), or every rank all of them (false; the same updates)");
@@ -252,7 +253,7 @@ std::optional<int> parse_options(int argc, char** argv, nn::TrainConfig& cfg, Op
   app.add_option(flag("cp"), mp.cp, "Context-parallel ranks per model replica (the sequence split, ring attention)")
       ->check(ranks);
   app.add_flag(flag("sp"), mp.sp, "With --tp: sequence parallelism (T/tp positions per rank between the layers)");
-  app.add_option(flag("micro_batches"), mp.micro_batches, "With --pp: micro-batches per replica and step")->check(ranks);
+  app.add_option(flag("micro_batches"), mp.micro_batches, "With --pp: micro-batches per replica and accumulation step")->check(ranks);
   app.add_option(flag("pp_schedule"), mp.schedule, "With --pp: afab (GPipe) or 1f1b")->check(CLI::IsMember({"afab", "1f1b"}));
   add_config_flags(app, cfg);
   bool print_config = false;
