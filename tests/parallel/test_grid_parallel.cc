@@ -167,7 +167,7 @@ TEST_CASE("grid: evaluation (loss and logits) and accumulation under pp 2 x tp 2
                            .strategy = "fsdp", .accumulation = 2, .evaluate = true});
 }
 
-TEST_CASE("grid: rotary embeddings, QK-norm and ReLU^2 under tp 2, pp 2, pp 2 x tp 2 (sp), and QK-norm and ReLU^2 under cp 2 x tp 2, as one process") {
+TEST_CASE("grid: rotary embeddings, QK-norm and ReLU^2 under tp 2, dp 2 x pp 2, pp 2 x tp 2 (sp), and QK-norm and ReLU^2 under cp 2 x tp 2, as one process") {
   grid_equals_one_process({.tp = 2, .tied = false, .evaluate = true, .rotary = true, .qk_norm = true, .relu_squared = true});
   grid_equals_one_process({.dp = 2, .pp = 2, .evaluate = true, .rotary = true, .qk_norm = true, .relu_squared = true});
   grid_equals_one_process({.pp = 2, .tp = 2, .sp = true, .tied = false, .evaluate = true, .rotary = true,
