@@ -53,13 +53,15 @@ class GridLayout final : public Layout {
 
   std::string describe() const override {
     const std::int64_t replicas = groups_.dp->world_size();
+    const std::string grid = groups_.grid.describe();  // its shape, then a line per rank
     return fmt::format("{} over the dp groups of a grid of {}: global batch {} = {} replica{} x {} rows, in {} "
-                       "micro-batch{}{}", dp_->name(), groups_.grid.describe().substr(0, groups_.grid.describe().find('\n')),
-                       cfg_.batch_size, replicas, replicas == 1 ? "" : "s", cfg_.batch_size / replicas, micro_batches_,
+                       "micro-batch{}{}", dp_->name(), grid.substr(0, grid.find('\n')), cfg_.batch_size, replicas,
+                       replicas == 1 ? "" : "s", cfg_.batch_size / replicas, micro_batches_,
                        micro_batches_ == 1 ? "" : "es", stage_->stages() > 1 ? fmt::format(" ({})", schedule_name_) : "");
   }
 
-  // After the first step, rank 0 prints what it asked of each of its groups.
+  // Rank 0 prints what the first step (its forward, backward and optimizer step) asked of each
+  // of its groups when the second begins.
   double forward_backward(const nn::data::Batch& batch) override {
     if (steps_ == 1 && world_.rank() == 0) print_step_communication();
     if (steps_++ == 0)
