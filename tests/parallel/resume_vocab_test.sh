@@ -2,7 +2,7 @@
 # A checkpoint records the vocabulary its ids stand for. Resumed on a text with as many distinct
 # characters but another set of them ('q' swapped for 'z', as `tr q z` does), train_gpt refuses
 # before any step with status 2, naming the checkpoint, both sizes and the characters; on its own
-# text it resumes. So for a checkpoint of one process and one of the model-parallel path (--tp 2
+# text it resumes. So for a checkpoint of one process and one saved under a grid (--tp 2
 # on 2 processes), each resumed on one process and on the grid.
 # Usage: resume_vocab_test.sh RINGGRAD_RUN TRAIN_GPT
 set -eu
