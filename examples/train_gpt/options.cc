@@ -56,6 +56,11 @@ void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
   app.add_option(flag("qk_norm"), c.model.qk_norm, "Each head's q and k scaled to unit RMS before attention (true/false)");
   app.add_option(flag("relu_squared"), c.model.relu_squared, "MLP activation ReLU(x)^2 instead of GELU (true/false)");
   app.add_option(flag("tie_weights"), c.model.tie_weights, "lm_head shares wte (true/false)");
+  app.add_option_function<std::string>(
+         flag("recompute"), [&c](const std::string& name) { c.model.recompute = nn::kRecomputeNames.at(name); },
+         "Activations recomputed during backward instead of kept: none, blocks (each block keeps only its input) or "
+         "attention (the [B, H, T, T] probabilities)")
+      ->check(CLI::IsMember(nn::kRecomputeNames));
   app.add_option(flag("batch_size"), c.batch_size,
                  "Global batch: sequences per step over all ranks (each rank takes batch / ranks / accumulation)")
       ->check(ringgrad::cli::at_least(1));
@@ -141,6 +146,7 @@ std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainC
       if (app.count(name) > 0) refused.push_back(name);
     if (sampling.tokens > 0 && app.count("--sample_tokens") > 0) refused.push_back("--sample_tokens");  // 0 asks for none
     for (const std::string& name : cfg.model.data_parallel_only()) refused.push_back("--" + name);
+    if (cfg.model.recompute != nn::Recompute::None) refused.push_back("--recompute");
     if (cfg.optimizer != "adamw") refused.push_back("--optimizer " + cfg.optimizer);
     if (!refused.empty()) {
       fmt::print(stderr, "train_gpt: {} {} not available with --tp/--pp/--cp yet (they train in fp32 on the CPU, "
