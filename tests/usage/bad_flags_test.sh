@@ -45,6 +45,7 @@ expect_usage "--lr: nan is not a number >= 0" "$bin/train_mlp" --lr nan
 expect_usage "--batch-size: 0 is not a whole number >= 1" "$bin/train_mlp" --batch-size 0
 expect_usage "--out $dir/no/mlp.safetensors: there is no directory" "$bin/train_mlp" --out "$dir/no/mlp.safetensors"
 expect_usage "--trace $dir/no/t.json: there is no directory" "$bin/train_mlp" --trace "$dir/no/t.json"
+expect_usage "--recompute: layers not in {attention,blocks,none}" "$bin/train_gpt" $quick --recompute layers
 expect_usage "--max-iter: did you mean --max_iters?" "$bin/train_gpt" $quick --max-iter 5
 expect_usage "--batch_size: did you mean --batch-size?" "$bin/train_mlp" --batch_size 4
 # Model parallelism without a launcher says how to start its ranks; a split the model cannot take
@@ -56,6 +57,8 @@ expect_usage "--tp 3 splits the attention heads: n_head 4 does not divide into 3
 [ "$(grep -c "n_head 4 does not divide" "$dir/out.txt")" -eq 1 ] || fail "the n_head refusal is not said once: $(cat "$dir/out.txt")"
 expect_usage "--pp 2 splits the blocks: n_layer 3 does not divide into 2 pipeline stages" \
   "$bin/ringgrad-run" --nproc-per-node 2 "$bin/train_gpt" $quick --n_layer 3 --pp 2
+expect_usage "--recompute is not available with --tp/--pp/--cp yet" \
+  "$bin/ringgrad-run" --nproc-per-node 2 "$bin/train_gpt" $quick --tp 2 --recompute blocks
 echo "bad flags: exit 2, named"
 
 # A run that trains no step writes nothing over --out (it used to save its iteration-0 model).
