@@ -98,3 +98,24 @@ TEST_CASE("GPT recompute: attention keeps every activation but the [B, H, T, T] 
   CHECK(none - attention == static_cast<std::size_t>(c.n_layer) * probabilities);
   CHECK(blocks < attention);
 }
+
+TEST_CASE("GPT recompute: per block a forward keeps 16BTC + 4BT + BHT^2 elements, with blocks recomputed BTC") {
+  // One block more, and what the forward leaves alive grows by one block's activations. Kept
+  // for backward (float32, no dropout): ln_1's output and c_attn's (C + 3C), the attention
+  // output (C), the residual sum h (C), ln_2's output (C), c_fc's and GELU's (4C + 4C), the
+  // block's output (C); both LayerNorms' mean and 1/std (4 per token); the probabilities (H T
+  // per token). Sizes chosen so that every tensor is a whole number of the cache's 512 B units.
+  const std::int64_t b = 4, t = 32, c = 16, h = 2;
+  GPTConfig config = small_config(DType::Float32, Recompute::None);
+  config.dropout = 0, config.block_size = t, config.n_embd = c, config.n_head = h;
+  auto per_block = [&](Recompute mode) {
+    config.recompute = mode;
+    config.n_layer = 2;
+    const std::size_t two = kept_by_forward(config, b);
+    config.n_layer = 3;
+    return kept_by_forward(config, b) - two;
+  };
+  CHECK(per_block(Recompute::None) == static_cast<std::size_t>(16 * b * t * c + 4 * b * t + b * h * t * t) * 4);
+  CHECK(per_block(Recompute::Attention) == static_cast<std::size_t>(16 * b * t * c + 4 * b * t) * 4);
+  CHECK(per_block(Recompute::Blocks) == static_cast<std::size_t>(b * t * c) * 4);
+}
