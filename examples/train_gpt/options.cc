@@ -146,7 +146,6 @@ std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainC
       if (app.count(name) > 0) refused.push_back(name);
     if (sampling.tokens > 0 && app.count("--sample_tokens") > 0) refused.push_back("--sample_tokens");  // 0 asks for none
     for (const std::string& name : cfg.model.data_parallel_only()) refused.push_back("--" + name);
-    if (cfg.model.recompute != nn::Recompute::None) refused.push_back("--recompute");
     if (cfg.optimizer != "adamw") refused.push_back("--optimizer " + cfg.optimizer);
     if (!refused.empty()) {
       fmt::print(stderr, "train_gpt: {} {} not available with --tp/--pp/--cp yet (they train in fp32 on the CPU, "

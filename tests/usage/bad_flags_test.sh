@@ -57,8 +57,6 @@ expect_usage "--tp 3 splits the attention heads: n_head 4 does not divide into 3
 [ "$(grep -c "n_head 4 does not divide" "$dir/out.txt")" -eq 1 ] || fail "the n_head refusal is not said once: $(cat "$dir/out.txt")"
 expect_usage "--pp 2 splits the blocks: n_layer 3 does not divide into 2 pipeline stages" \
   "$bin/ringgrad-run" --nproc-per-node 2 "$bin/train_gpt" $quick --n_layer 3 --pp 2
-expect_usage "--recompute is not available with --tp/--pp/--cp yet" \
-  "$bin/ringgrad-run" --nproc-per-node 2 "$bin/train_gpt" $quick --tp 2 --recompute blocks
 echo "bad flags: exit 2, named"
 
 # A run that trains no step writes nothing over --out (it used to save its iteration-0 model).
