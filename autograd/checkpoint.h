@@ -29,7 +29,9 @@ using Region = std::function<Tensor(const std::vector<Tensor>& inputs)>;
 /// the parameters read inside the region accumulate their gradients as without checkpointing
 /// (the same ops, the same values, summed into grad()), and the leaves' gradients go on to the
 /// nodes before the region. Dropout masks replay identically; the generator is left where the
-/// forward left it. With grad mode off, or no input requiring grad, region(inputs) simply runs
+/// forward left it. A parameter read both inside and outside the region (or in two regions) has
+/// its gradient accumulated once per pass, not summed first: its post-accumulate-grad hooks fire
+/// for each, and three or more parts may round in another order. With grad mode off, or no input requiring grad, region(inputs) simply runs
 /// (recorded as usual, so parameters inside still get gradients: PyTorch's re-entrant variant
 /// would lose them).
 Tensor checkpoint(const Region& region, const std::vector<Tensor>& inputs);
