@@ -31,9 +31,9 @@ using Region = std::function<Tensor(const std::vector<Tensor>& inputs)>;
 /// nodes before the region. Dropout masks replay identically; the generator is left where the
 /// forward left it. A parameter read both inside and outside the region (or in two regions) has
 /// its gradient accumulated once per pass, not summed first: its post-accumulate-grad hooks fire
-/// for each, and three or more parts may round in another order. With grad mode off, or no input requiring grad, region(inputs) simply runs
-/// (recorded as usual, so parameters inside still get gradients: PyTorch's re-entrant variant
-/// would lose them).
+/// for each, and three or more parts may round in another order. With grad mode off, or no
+/// input requiring grad, region(inputs) simply runs (recorded as usual, so parameters inside
+/// still get gradients: PyTorch's re-entrant variant would lose them).
 Tensor checkpoint(const Region& region, const std::vector<Tensor>& inputs);
 
 }  // namespace ringgrad
