@@ -56,6 +56,11 @@ void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
   app.add_option(flag("qk_norm"), c.model.qk_norm, "Each head's q and k scaled to unit RMS before attention (true/false)");
   app.add_option(flag("relu_squared"), c.model.relu_squared, "MLP activation ReLU(x)^2 instead of GELU (true/false)");
   app.add_option(flag("tie_weights"), c.model.tie_weights, "lm_head shares wte (true/false)");
+  app.add_option_function<std::string>(
+         flag("recompute"), [&c](const std::string& name) { c.model.recompute = nn::kRecomputeNames.at(name); },
+         "Activations recomputed during backward instead of kept: none, blocks (each block keeps only its input) or "
+         "attention (the [B, H, T, T] probabilities)")
+      ->check(CLI::IsMember(nn::kRecomputeNames));
   app.add_option(flag("batch_size"), c.batch_size,
                  "Global batch: sequences per step over all ranks (each rank takes batch / ranks / accumulation)")
       ->check(ringgrad::cli::at_least(1));
