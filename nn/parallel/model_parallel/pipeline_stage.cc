@@ -92,14 +92,17 @@ void PipelineStage::sum_sequence_parallel_grads() {
   if (sequence_parallel_) all_reduce_grads(replicated_parameters(*this), *tp_, collectives::ReduceOp::SUM);
 }
 
-Tensor PipelineStage::forward(const Tensor& input) {
-  if (chunks_ != 1)
-    throw std::logic_error(fmt::format("PipelineStage {}: holds {} model chunks; run them with forward_chunk", stage_,
-                                       chunks_));
-  return forward_chunk(0, input);
+Tensor PipelineStage::forward_chunk(int chunk, const Tensor& input) {
+  if (chunk < 0 || chunk >= chunks_)
+    throw std::invalid_argument(fmt::format("PipelineStage {}: chunk {} of {}", stage_, chunk, chunks_));
+  chunk_ = chunk;
+  Tensor y = (*this)(input);  // through the stage's forward hooks (a sharded strategy gathers there)
+  chunk_ = 0;
+  return y;
 }
 
-Tensor PipelineStage::forward_chunk(int chunk, const Tensor& input) {
+Tensor PipelineStage::forward(const Tensor& input) {
+  const int chunk = chunk_;
   Tensor x = input;
   if (is_first_chunk(chunk)) {
     // Under context parallelism this rank holds positions [r t, (r+1) t) of the sequence; under

@@ -35,10 +35,11 @@ class PipelineStage : public Module {
   /// not divide by stages x virtual_stages, or what TensorParallelGPT throws, naming the numbers.
   PipelineStage(const GPT& full, int stage, int stages, collectives::Communicator* tp = nullptr,
                 collectives::Communicator* cp = nullptr, bool sequence_parallel = false, int virtual_stages = 1);
-  /// The whole stage: its one chunk (throws std::logic_error with several: use forward_chunk).
+  /// The stage's chunk 0 (its only one unless interleaved); forward_chunk picks another.
   Tensor forward(const Tensor& x) override;
   /// Chunk c's blocks (virtual stage c S + s), with the embeddings first on chunk 0 of stage 0
-  /// and ln_f and the head last on chunk V-1 of stage S-1.
+  /// and ln_f and the head last on chunk V-1 of stage S-1; through the forward hooks, as
+  /// operator() runs forward.
   Tensor forward_chunk(int chunk, const Tensor& x);
   /// The last stage's loss: mean cross-entropy of its output against targets [b, T] (with TP
   /// vocabulary-parallel, from this rank's slice of the logits).
@@ -79,6 +80,7 @@ class PipelineStage : public Module {
  private:
   GPTConfig config_;
   int stage_, stages_, chunks_;
+  int chunk_ = 0;  // the chunk forward() runs: set by forward_chunk for its call
   collectives::Communicator* tp_;
   collectives::Communicator* cp_;
   bool sequence_parallel_;
