@@ -129,7 +129,7 @@ TEST_CASE("grid: pp 2 x tp 2 on 4 ranks trains what one process trains (AFAB and
   grid_equals_one_process({.pp = 2, .tp = 2});
 }
 
-TEST_CASE("grid: interleaved 1F1B (2 virtual stages) and ZB-H1 under pp 2 x tp 2 with evaluation, and dp 2 x pp 2, train what one process trains") {
+TEST_CASE("grid: interleaved 1F1B (2 virtual stages) and ZB-H1 under pp 2 x tp 2 with evaluation, and dp 2 x pp 2 (DDP, ZeRO-1, FSDP), train what one process trains") {
   for (int accumulation : {1, 2}) {
     grid_equals_one_process({.pp = 2, .tp = 2, .schedule = PipelineSchedule::kInterleaved1F1B, .virtual_stages = 2,
                              .accumulation = accumulation, .evaluate = true});
@@ -138,6 +138,11 @@ TEST_CASE("grid: interleaved 1F1B (2 virtual stages) and ZB-H1 under pp 2 x tp 2
   }
   grid_equals_one_process({.dp = 2, .pp = 2, .schedule = PipelineSchedule::kInterleaved1F1B, .virtual_stages = 2});
   grid_equals_one_process({.dp = 2, .pp = 2, .schedule = PipelineSchedule::kZeroBubbleH1});
+  for (const char* strategy : {"zero1", "fsdp"}) {
+    grid_equals_one_process({.dp = 2, .pp = 2, .schedule = PipelineSchedule::kInterleaved1F1B, .virtual_stages = 2,
+                             .strategy = strategy});
+    grid_equals_one_process({.dp = 2, .pp = 2, .schedule = PipelineSchedule::kZeroBubbleH1, .strategy = strategy});
+  }
 }
 
 TEST_CASE("grid: an untied lm_head (train_gpt's presets) under pp 2 x tp 2 and dp 2 x pp 2 trains what one process trains") {
