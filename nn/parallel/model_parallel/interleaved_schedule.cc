@@ -96,7 +96,8 @@ void interleaved_1f1b(StageStep& step, int stage, int stages, int chunks, int m)
     if (recv_input) keep(inputs[static_cast<std::size_t>(next_fc)], r.input);
     if (recv_grad) keep(output_grads[static_cast<std::size_t>(next_bc)], r.output_grad);
   }
-  if (all_warmup && !last) keep(output_grads[static_cast<std::size_t>(V - 1)], step.exchange(Tensor(), false, Tensor(), true).output_grad);
+  if (all_warmup && !last)
+    keep(output_grads[static_cast<std::size_t>(V - 1)], step.exchange(Tensor(), false, Tensor(), true).output_grad);
   for (int k = steady; k < total; ++k) {
     const Tensor dx = backward_step(k);
     const int next_bc = chunk_of(k + 1, false);
