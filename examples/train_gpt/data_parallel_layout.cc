@@ -43,7 +43,7 @@ class DataParallelLayout final : public Layout {
       const std::int64_t first_row = m * micro + acc_.rank() * local_batch_;
       const Tensor x = kernels::contiguous(kernels::narrow(batch.x, 0, first_row, local_batch_)).to(device_);
       const Tensor y = kernels::contiguous(kernels::narrow(batch.y, 0, first_row, local_batch_)).to(device_);
-      const Tensor loss = cross_entropy(dp_->forward(x), y) * (1.0 / static_cast<double>(accumulation_));
+      const Tensor loss = nn::training_loss(*model_, dp_->forward(x), y) * (1.0 / static_cast<double>(accumulation_));
       loss_sum += loss.item<double>();
       if (m + 1 < accumulation_) {
         auto no_sync = dp_->no_sync();

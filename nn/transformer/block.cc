@@ -10,12 +10,17 @@ Block::Block(const GPTConfig& config) {
   ln_1 = register_module("ln_1", std::make_shared<LayerNorm>(config.n_embd, config.bias, 1e-5, config.dtype));
   attn = register_module("attn", std::make_shared<CausalSelfAttention>(config));
   ln_2 = register_module("ln_2", std::make_shared<LayerNorm>(config.n_embd, config.bias, 1e-5, config.dtype));
-  mlp = register_module("mlp", std::make_shared<MLP>(config));
+  if (config.moe_experts > 0) {
+    moe = register_module("mlp", std::make_shared<MoE>(config));
+  } else {
+    mlp = register_module("mlp", std::make_shared<MLP>(config));
+  }
 }
 
 Tensor Block::forward(const Tensor& x) {
   const Tensor h = x + (*attn)((*ln_1)(x));
-  return h + (*mlp)((*ln_2)(h));
+  const Tensor x2 = (*ln_2)(h);
+  return h + (moe ? (*moe)(x2) : (*mlp)(x2));
 }
 
 }  // namespace ringgrad::nn

@@ -7,10 +7,11 @@
 #include "nn/transformer/attention.h"
 #include "nn/transformer/layer_norm.h"
 #include "nn/transformer/mlp.h"
+#include "nn/transformer/moe.h"
 
 namespace ringgrad::nn {
 
-/// x: [B, T, C] -> [B, T, C]. Children ln_1, attn, ln_2, mlp.
+/// x: [B, T, C] -> [B, T, C]. Children ln_1, attn, ln_2, mlp (a MoE with config.moe_experts > 0).
 class Block : public Module {
  public:
   explicit Block(const GPTConfig& config);
@@ -18,7 +19,8 @@ class Block : public Module {
 
   std::shared_ptr<LayerNorm> ln_1, ln_2;
   std::shared_ptr<CausalSelfAttention> attn;
-  std::shared_ptr<MLP> mlp;
+  std::shared_ptr<MLP> mlp;  // null when moe is set
+  std::shared_ptr<MoE> moe;  // registered as "mlp"; null without experts
 };
 
 }  // namespace ringgrad::nn
