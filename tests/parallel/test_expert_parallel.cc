@@ -16,6 +16,7 @@
 #include "autograd/ops.h"
 #include "collectives/communicator.h"
 #include "nn/parallel/expert_parallel/expert_parallel.h"
+#include "nn/parallel/tensor_buffer.h"
 #include "nn/transformer/moe.h"
 #include "nn/transformer/train_step.h"
 #include "support/gradcheck.h"
