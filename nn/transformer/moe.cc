@@ -43,8 +43,9 @@ Routing route(const Tensor& probs, std::int64_t top_k, double capacity_factor) {
   r.tokens = probs.size(0);
   r.experts = probs.size(1);
   r.top_k = top_k;
-  const double exact = capacity_factor * static_cast<double>(r.tokens * top_k) / static_cast<double>(r.experts);
-  if (exact < 1.0) {
+  const double exact = capacity_factor == 0 ? static_cast<double>(r.tokens)
+                                            : capacity_factor * static_cast<double>(r.tokens * top_k) / static_cast<double>(r.experts);
+  if (exact < 1.0 && capacity_factor != 0) {
     throw std::invalid_argument(fmt::format(
         "MoE: capacity {} * {} tokens * top-{} / {} experts = {} is below one token per expert", capacity_factor,
         r.tokens, top_k, r.experts, exact));
@@ -112,7 +113,7 @@ Tensor MoE::forward(const Tensor& x) {
   const std::int64_t C = x.size(-1), N = x.numel() / C, K = top_k_;
   const Tensor x2 = reshape(x, {N, C});
   const Tensor probs = softmax((*router)(x2), 1);  // [N, E]
-  routing_ = route(probs.detach(), K, capacity_factor_);
+  routing_ = route(probs.detach(), K, is_training() ? capacity_factor_ : 0.0);
 
   // Gates [N, k]: the chosen probs, renormalised over the k chosen (k >= 2).
   Tensor gates = gather(probs, 1, Tensor::from_vector(routing_.choice, {N, K}).to(x.device()));

@@ -11,6 +11,8 @@
 //     those past an expert's capacity are dropped: a token with all its choices dropped adds 0
 //     and passes through the residual only
 //   y[n] = sum over its kept choices e of gate * expert_e(x[n])
+//   in eval mode no token is dropped (capacity N), so that sampling one token at a time and
+//     evaluation see every expert's output (DeepSpeed and Switch set a separate eval factor)
 //   aux = E * sum_e f_e P_e (Switch's load-balancing loss): f_e the fraction of the N k
 //     assignments routed to e (before drops, no gradient), P_e the mean prob of e
 //
@@ -40,8 +42,9 @@ struct Routing {
   std::int64_t dropped() const { return tokens * top_k - static_cast<std::int64_t>(order.size()); }
 };
 
-/// The routing of probs [N, E] (any float dtype, on the CPU) as described above. Throws
-/// std::invalid_argument when capacity_factor * N * k / E is below one token, naming them.
+/// The routing of probs [N, E] (any float dtype, on the CPU) as described above; capacity_factor
+/// 0 sets no capacity (every assignment kept). Throws std::invalid_argument when a positive
+/// capacity_factor * N * k / E is below one token, naming them.
 Routing route(const Tensor& probs, std::int64_t top_k, double capacity_factor);
 
 /// Where a MoE layer's experts run. `rows` holds counts[e] rows for each expert e = 0..E-1,

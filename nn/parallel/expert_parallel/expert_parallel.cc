@@ -117,10 +117,12 @@ std::vector<std::shared_ptr<ExpertParallel>> shard_experts(GPT& model, Communica
   return placements;
 }
 
+bool is_expert_parameter(const std::string& name) { return name.find(".experts.") != std::string::npos; }
+
 void reduce_expert_parallel_grads(const GPT& model, Communicator& world, Communicator& expert_dp) {
   std::vector<Tensor> dense, expert;
   for (const auto& [name, param] : model.named_parameters())
-    (name.find(".experts.") != std::string::npos ? expert : dense).push_back(param);
+    (is_expert_parameter(name) ? expert : dense).push_back(param);
   all_reduce_grads(dense, world, collectives::ReduceOp::AVG);
   all_reduce_grads(expert, expert_dp, collectives::ReduceOp::SUM);
   const double scale = 1.0 / static_cast<double>(world.world_size());

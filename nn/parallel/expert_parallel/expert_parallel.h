@@ -58,6 +58,9 @@ ExpertParallelGroups expert_parallel_groups(collectives::Communicator& world, in
 /// when the model has no experts or E is not divisible by the group's size, naming both.
 std::vector<std::shared_ptr<ExpertParallel>> shard_experts(GPT& model, collectives::Communicator& ep_group);
 
+/// Whether `name` is an expert's parameter ("h.0.mlp.experts.3.c_fc.weight").
+bool is_expert_parameter(const std::string& name);
+
 /// After backward: non-expert gradients averaged over `world`, expert gradients summed over
 /// `expert_dp` and divided by world's size. A parameter without a gradient takes part with zeros.
 void reduce_expert_parallel_grads(const GPT& model, collectives::Communicator& world,
