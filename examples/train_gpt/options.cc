@@ -137,6 +137,8 @@ std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainC
       refused.push_back("--strategy " + dist.strategy + " (the experts reduce over their own group, naively)");
     if (cfg.optimizer != "adamw") refused.push_back("--optimizer " + cfg.optimizer + " (it shares whole matrices over the ranks)");
     if (mp.grid()) refused.push_back("--tp/--pp/--cp (the experts are sharded over the data-parallel ranks)");
+    if (opt.placement.device != "cpu")
+      refused.push_back("--device " + opt.placement.device + " (all_to_all_v takes host buffers)");
     if (!paths.out.empty() || !paths.resume.empty())
       refused.push_back("--out/--resume (a checkpoint would need every rank's experts gathered)");
     if (!refused.empty()) {
