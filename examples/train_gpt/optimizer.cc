@@ -7,6 +7,7 @@
 #include "trace/trace.h"
 #include "nn/muon_adamw.h"
 #include "nn/parallel/data_parallel/sharded_muon.h"
+#include "nn/parallel/expert_parallel/expert_data_parallel.h"
 #include "nn/transformer/train_step.h"
 
 namespace ringgrad::examples {
@@ -24,6 +25,8 @@ std::unique_ptr<nn::parallel::DataParallel> configure_optimizers(nn::parallel::A
     if (muon) return std::make_unique<nn::MuonWithAdamW>(std::move(groups), 1, muon_options, adam);
     return std::make_unique<nn::AdamW>(std::move(groups), adam);
   };
+  if (dist.ep > 1)  // the experts sharded over groups of ep ranks, with their own reduction
+    return std::make_unique<nn::parallel::ExpertDataParallel>(model, acc.comm(), dist.ep, cfg.weight_decay, make_optimizer);
   nn::parallel::DataParallelOptions options;
   options.bucket_cap_mb = dist.bucket_cap_mb;
   options.overlap = dist.overlap;
