@@ -112,6 +112,9 @@ def one_run(args, case, d):
         copy_ns = figures[2] / 2  # the topology's copy rate, 2 / gamma
         points = [(r["size"] / 2, r["out_of_place"]["time_us"] * 1e3 - r["size"] / 2 * copy_ns) for r in steps["rows"]]
         alpha_ns, figures[4] = least_squares(points)
+        if figures[4] <= 0:
+            sys.exit(f"sim_vs_real: {case}: ring steps of {lo}-{hi} bytes took {[round(t) for _, t in points]} ns: "
+                     "no time per byte to fit (was the machine busy?); rerun, or take --link pingpong")
         figures[3] = max(0.0, alpha_ns / 1e3)
         text = f"ring steps {lo >> 10}-{hi >> 10} KiB: alpha {figures[3]:.2f} us, {1 / figures[4]:.2f} GB/s; " + text
     topo = os.path.join(d, case + "_topology.json")
@@ -131,8 +134,9 @@ def main():
     p.add_argument("-e", default="64M")
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--repeat", type=int, default=3)
-    p.add_argument("--link", choices=["step", "pingpong"], default="step")
-    p.add_argument("--runs", type=int, default=1)
+    p.add_argument("--link", choices=["step", "pingpong"], default="step",
+                   help="on 2 ranks: a line through ring steps (default) or --calibrate's ping-pong")
+    p.add_argument("--runs", type=int, default=1, help="measure every case this many times, taking turns; report medians")
     p.add_argument("--keep", help="a folder to keep every run's JSON in (default: discarded)")
     args = p.parse_args()
     if args.keep:
