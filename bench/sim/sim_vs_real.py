@@ -104,7 +104,7 @@ def one_run(args, case, d):
         return None
     figures = list(calibrated(real["cost_model"]))
     link = "pingpong" if case == "cluster" else args.link
-    text = f"ping-pong alpha {figures[3]:.2f} us, {1 / figures[4]:.2f} GB/s"
+    text = "the ping-pong's figures" if case == "cluster" else f"ping-pong alpha {figures[3]:.2f} us, {1 / figures[4]:.2f} GB/s"
     if link == "step":
         hi = min(parse_bytes(args.e) // 2, CHUNK)
         lo = min(parse_bytes(args.b) // 2, hi // 2)  # two sizes at least: a line needs two points
