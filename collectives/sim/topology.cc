@@ -22,15 +22,17 @@ constexpr double kUs = 1e-6, kGB = 1e9;
 // Per direction. NVLink and InfiniBand: alpha is NCCL's per-step latency of its ring with the
 // Simple protocol (hwLat in NCCL's src/graph/tuning.cc: 3.4 us over NVLink, 9.6 us over the
 // network), bandwidth the vendor's link rate (NVLink 4: 900 GB/s both ways per GPU on H100;
-// NVLink 5: 1.8 TB/s on B200/B300; ConnectX-7: 400 Gb/s; ConnectX-8: 800 Gb/s). shm, tcp and
-// tcp1g: measured by `all_reduce_perf --calibrate` (docs/sim.md: the machine and the command).
+// NVLink 5: 1.8 TB/s on B200/B300; ConnectX-7: 400 Gb/s; ConnectX-8: 800 Gb/s). shm and tcp:
+// the least-squares line through 2-rank ring steps of 32-128 KiB, what a 128 KiB piece pays
+// (bench/sim/sim_vs_real.py); tcp1g: `all_reduce_perf --calibrate` between the emulated
+// cluster's hosts (docs/sim.md: the machine and the commands).
 struct Named {
   const char* name;
   double alpha_us, gb_per_s;
   bool duplex;
 };
 constexpr Named kNamed[] = {
-    {"shm", 0.58, 23.1, true},  {"tcp", 33.9, 2.89, true}, {"tcp1g", 62.4, 0.127, true}, {"nvlink4", 3.4, 450, true},
+    {"shm", 1.0, 10.65, true},  {"tcp", 14.9, 2.46, true}, {"tcp1g", 62.4, 0.127, true}, {"nvlink4", 3.4, 450, true},
     {"nvlink5", 3.4, 900, true}, {"ib400", 9.6, 50, true},  {"ib800", 9.6, 100, true},
 };
 
