@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "examples/train_gpt/layout.h"
+#include "examples/train_gpt/optimizer.h"
 #include "nn/parallel/grid/grid_checkpoint.h"
 #include "nn/parallel/grid/grid_inference.h"
 #include "nn/parallel/grid/grid_training.h"
@@ -40,13 +41,12 @@ class GridLayout final : public Layout {
     const nn::GPT whole(cfg.model);
     for (const Tensor& p : whole.parameters()) parameters_ += p.numel();
     stage_ = make_stage(whole, groups_, opt.mp.sp);
-    auto make_adamw = [&cfg](std::vector<nn::ParamGroup> param_groups) {
-      return std::make_unique<nn::AdamW>(std::move(param_groups), nn::AdamOptions{cfg.lr, cfg.beta1, cfg.beta2, 1e-8});
-    };
     DataParallelOptions options;
     options.bucket_cap_mb = opt.dist.bucket_cap_mb;
     options.overlap = opt.dist.overlap;
-    dp_ = grid_data_parallel(opt.dist.strategy, stage_, groups_, cfg.weight_decay, make_adamw, options);
+    // Muon's matrices gathered over tp when the stage holds slices of them.
+    dp_ = grid_data_parallel(opt.dist.strategy, stage_, groups_, optimizer_groups(cfg, *stage_),
+                             optimizer_factory(cfg, opt.dist, *groups_.dp, stage_.get(), groups_.tp.get()), options);
   }
 
   DataParallel& dp() override { return *dp_; }

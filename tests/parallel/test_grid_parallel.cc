@@ -7,8 +7,9 @@
 // sequence parallelism, dp 2 x pp 2 under FSDP), the evaluation losses (grid_loss, also of a
 // length the cp split cannot cut) and the last stage's logits (grid_logits) before each step
 // equal one process's too (1e-12), and each step runs 2 micro-batches x 2 accumulation steps;
-// rotary embeddings, QK-norm and ReLU^2 train as one process under tp 2, dp 2 x pp 2 and
-// pp 2 x tp 2 (sp), and QK-norm and ReLU^2 under cp 2 x tp 2, evaluation on (1e-12);
+// rotary embeddings, QK-norm and ReLU^2 train as one process under tp 2, dp 2 x pp 2,
+// pp 2 x tp 2 (sp), cp 2 and cp 2 x tp 2 (each cp rank's positions turned by their index in
+// the whole sequence), evaluation on (1e-12);
 // a grid that does not cover the world is refused on every rank, naming the numbers.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -167,12 +168,13 @@ TEST_CASE("grid: evaluation (loss and logits) and accumulation under pp 2 x tp 2
                            .strategy = "fsdp", .accumulation = 2, .evaluate = true});
 }
 
-TEST_CASE("grid: rotary embeddings, QK-norm and ReLU^2 under tp 2, dp 2 x pp 2, pp 2 x tp 2 (sp), and QK-norm and ReLU^2 under cp 2 x tp 2, as one process") {
+TEST_CASE("grid: rotary embeddings, QK-norm and ReLU^2 under tp 2, dp 2 x pp 2, pp 2 x tp 2 (sp), cp 2 and cp 2 x tp 2, as one process") {
   grid_equals_one_process({.tp = 2, .tied = false, .evaluate = true, .rotary = true, .qk_norm = true, .relu_squared = true});
   grid_equals_one_process({.dp = 2, .pp = 2, .evaluate = true, .rotary = true, .qk_norm = true, .relu_squared = true});
   grid_equals_one_process({.pp = 2, .tp = 2, .sp = true, .tied = false, .evaluate = true, .rotary = true,
                            .qk_norm = true, .relu_squared = true});
-  grid_equals_one_process({.tp = 2, .cp = 2, .evaluate = true, .qk_norm = true, .relu_squared = true});
+  grid_equals_one_process({.cp = 2, .evaluate = true, .rotary = true});
+  grid_equals_one_process({.tp = 2, .cp = 2, .evaluate = true, .rotary = true, .qk_norm = true, .relu_squared = true});
 }
 
 TEST_CASE("grid: a layout that does not cover the world is refused on every rank, naming the numbers") {

@@ -5,8 +5,8 @@
 // (Megatron's embedding group), which keeps the two copies equal; an untied lm_head lives on the
 // last stage alone. Given a tensor-parallel group, the stage's blocks, embedding and head are
 // split over it as in TensorParallelGPT (pipeline x tensor parallelism). The blocks compute what
-// the GPT's do, with its rotary embeddings, QK-norm or ReLU^2 (rotary not under context
-// parallelism). Parameter names are the GPT's.
+// the GPT's do, with its rotary embeddings (under context parallelism each position turned by
+// its index in the whole sequence), QK-norm or ReLU^2. Parameter names are the GPT's.
 //
 //   first:  idx [b, T] int64          -> [b, T, C]
 //   middle: [b, T, C]                 -> [b, T, C]
