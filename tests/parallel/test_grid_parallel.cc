@@ -10,7 +10,10 @@
 // rotary embeddings, QK-norm and ReLU^2 train as one process under tp 2, dp 2 x pp 2,
 // pp 2 x tp 2 (sp), cp 2 and cp 2 x tp 2 (each cp rank's positions turned by their index in
 // the whole sequence), evaluation on (1e-12);
-// a grid that does not cover the world is refused on every rank, naming the numbers.
+// Muon + AdamW (Muon's updates of the tp-split matrices gathered and orthogonalised whole, its
+// work shared over dp) trains as one process under tp 2, pp 2, dp 2 x tp 2, dp 2 x pp 2 and
+// cp 2 x tp 2 (sp) (1e-12); a grid that does not cover the world is refused on every rank,
+// naming the numbers.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -72,6 +75,7 @@ struct Run {
   int accumulation = 1;      // steps of 2 micro-batches each
   bool evaluate = false;     // check_evaluation before each step
   bool rotary = false, qk_norm = false, relu_squared = false;
+  bool muon = false;         // Muon on the blocks' matrices, AdamW on the rest (ddp, ddp-naive)
 };
 
 void grid_equals_one_process(const Run& run) {
@@ -83,13 +87,17 @@ void grid_equals_one_process(const Run& run) {
     GPTConfig model = ringgrad::test::small_gpt(4, 4, 16, 13, run.tied);
     model.rotary = run.rotary, model.qk_norm = run.qk_norm, model.relu_squared = run.relu_squared;
     GPT whole(model);
-    auto mine = ringgrad::test::grid_strategy(run.strategy, make_stage(whole, groups, run.sp), groups);
-    AdamW serial(weight_decay_groups(whole, 0.1), ringgrad::test::kTestAdam);
+    auto stage = make_stage(whole, groups, run.sp);
+    auto mine = run.muon ? ringgrad::test::grid_muon_strategy(run.strategy, stage, groups)
+                         : ringgrad::test::grid_strategy(run.strategy, stage, groups);
+    std::unique_ptr<Optimizer> serial;
+    if (run.muon) serial = ringgrad::test::one_process_muon(whole);
+    else serial = std::make_unique<AdamW>(weight_decay_groups(whole, 0.1), ringgrad::test::kTestAdam);
     Generator gen(31);
     for (int step = 0; step < 3; ++step) {
       if (run.evaluate) check_evaluation(whole, dynamic_cast<PipelineStage&>(mine->module()), groups, gen, world.rank(), step);
       const auto [x, y] = ringgrad::test::random_batch(gen, 8, 13);
-      const double expected_loss = ringgrad::test::one_process_step(whole, serial, x, y);
+      const double expected_loss = ringgrad::test::one_process_step(whole, *serial, x, y);
       mine->zero_grad();
       const double got = grid_step(*mine, groups, x, y, 2 * run.accumulation, run.schedule).loss;  // train_gpt's accumulation
       const double norm = mine->step(1e9);  // a bound never reached: the norm, no clipping
@@ -107,8 +115,8 @@ void grid_equals_one_process(const Run& run) {
       check(d < 1e-12, fmt::format("rank {}: {} differs from one process's by {}", world.rank(), name, d));
     }
   });
-  INFO(fmt::format("dp {} x pp {} x cp {} x tp {}{}, {}, {}{}{}{}{}: {}", dp, pp, cp, tp, run.sp ? " (sp)" : "",
-                   run.tied ? "tied" : "untied", run.strategy, run.evaluate ? ", evaluated" : "",
+  INFO(fmt::format("dp {} x pp {} x cp {} x tp {}{}, {}, {}{}{}{}{}{}: {}", dp, pp, cp, tp, run.sp ? " (sp)" : "",
+                   run.tied ? "tied" : "untied", run.strategy, run.muon ? ", Muon" : "", run.evaluate ? ", evaluated" : "",
                    run.accumulation > 1 ? fmt::format(", {} accumulation steps", run.accumulation) : "",
                    run.rotary ? ", rotary" : "", run.qk_norm || run.relu_squared ? ", QK-norm, ReLU^2" : "", describe(results)));
   for (const auto& r : results) CHECK(r.ok());
@@ -175,6 +183,14 @@ TEST_CASE("grid: rotary embeddings, QK-norm and ReLU^2 under tp 2, dp 2 x pp 2, 
                            .qk_norm = true, .relu_squared = true});
   grid_equals_one_process({.cp = 2, .evaluate = true, .rotary = true});
   grid_equals_one_process({.tp = 2, .cp = 2, .evaluate = true, .rotary = true, .qk_norm = true, .relu_squared = true});
+}
+
+TEST_CASE("grid: Muon (each split matrix gathered over tp, orthogonalised whole) under tp 2, pp 2, dp 2 x tp 2 and cp 2 x tp 2 (sp), as one process") {
+  grid_equals_one_process({.tp = 2, .tied = false, .muon = true});
+  grid_equals_one_process({.pp = 2, .muon = true});
+  grid_equals_one_process({.dp = 2, .tp = 2, .muon = true});
+  grid_equals_one_process({.dp = 2, .pp = 2, .strategy = "ddp-naive", .muon = true});
+  grid_equals_one_process({.tp = 2, .cp = 2, .sp = true, .tied = false, .muon = true});
 }
 
 TEST_CASE("grid: a layout that does not cover the world is refused on every rank, naming the numbers") {
