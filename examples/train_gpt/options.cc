@@ -70,7 +70,8 @@ void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
   app.add_option(flag("cooldown_frac"), c.cooldown_frac, "wsd: the last share of lr_decay_iters spent cooling down")
       ->check(ringgrad::cli::kZeroToOne);
   app.add_option(flag("optimizer"), c.optimizer, "adamw, or muon (Muon on the blocks' matrices, AdamW on the rest; "
-                 "--strategy ddp or ddp-naive)")->check(CLI::IsMember({"adamw", "muon"}));
+                 "--strategy ddp or ddp-naive; with --tp each matrix's slices gathered and orthogonalised whole)")
+      ->check(CLI::IsMember({"adamw", "muon"}));
   app.add_option(flag("muon_lr"), c.muon_lr, "Muon's peak learning rate (the schedule scales it as --lr)")
       ->check(ringgrad::cli::kNonNegative);
   app.add_option(flag("muon_momentum"), c.muon_momentum, "Muon's Nesterov momentum")->check(ringgrad::cli::kBelowOne);
@@ -137,10 +138,6 @@ std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainC
     std::vector<std::string> refused;
     if (opt.placement.device != "cpu")
       refused.push_back("--device " + opt.placement.device + " (the split layers' kernels and exchanges run on the CPU)");
-    if (cfg.model.rotary && mp.cp > 1)
-      refused.push_back("--rotary with --cp (each cp rank's positions start at its offset; the rotation starts at 0)");
-    if (cfg.optimizer != "adamw")
-      refused.push_back("--optimizer " + cfg.optimizer + " (it orthogonalises whole matrices; each rank holds pieces)");
     if (!refused.empty()) {
       fmt::print(stderr, "train_gpt: {} {} not available with --tp/--pp/--cp\n", fmt::join(refused, ", "),
                  refused.size() == 1 ? "is" : "are");
