@@ -136,8 +136,8 @@ std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainC
     }
     // What the grid's layers cannot do yet, refused by name with the reason.
     std::vector<std::string> refused;
-    if (opt.placement.device != "cpu")
-      refused.push_back("--device " + opt.placement.device + " (the split layers' kernels and exchanges run on the CPU)");
+    if (opt.placement.device != "cpu" && mp.cp > 1)
+      refused.push_back("--device " + opt.placement.device + " with --cp (ring attention runs as CPU loops)");
     if (!refused.empty()) {
       fmt::print(stderr, "train_gpt: {} {} not available with --tp/--pp/--cp\n", fmt::join(refused, ", "),
                  refused.size() == 1 ? "is" : "are");

@@ -21,9 +21,9 @@ namespace {
 using collectives::Communicator;
 
 // The whole tensor from the tp group's pieces of `mine` (spec: how it is cut), `rows` rows
-// when the vocabulary was padded.
+// when the vocabulary was padded, in host memory (what rank 0 writes; the pieces may be on a GPU).
 Tensor whole_of(const Tensor& mine, const ShardSpec& spec, Communicator& tp, std::int64_t rows) {
-  const Tensor whole = gather_shards(mine, spec, tp);
+  const Tensor whole = gather_shards(mine, spec, tp).cpu();
   if (!spec.padded || whole.size(0) == rows) return whole;
   return kernels::clone(kernels::narrow(whole, 0, 0, rows));
 }

@@ -36,7 +36,8 @@ class EvalScope {
 Tensor pipeline_forward(PipelineStage& stage, Communicator& pp, const Tensor& ids) {
   Tensor x = ids;
   if (!stage.is_first()) {
-    x = Tensor::empty({ids.size(0), stage.activation_length(ids.size(1)), stage.config().n_embd}, stage.config().dtype);
+    x = Tensor::empty({ids.size(0), stage.activation_length(ids.size(1)), stage.config().n_embd}, stage.config().dtype,
+                      ids.device());
     pp.recv(synced_buffer(x), stage.stage() - 1, kTag);
   }
   const Tensor out = stage(x);
@@ -91,7 +92,7 @@ Tensor grid_logits(PipelineStage& stage, GridGroups& groups, const Tensor& idx) 
   const std::int64_t padded = (t + multiple - 1) / multiple * multiple, cp = groups.cp->world_size();
   Tensor ids = idx;
   if (padded > t) {
-    ids = Tensor::zeros({b, padded}, DType::Int64);
+    ids = Tensor::zeros({b, padded}, DType::Int64, idx.device());
     kernels::copy_(kernels::narrow(ids, 1, 0, t), idx);
   }
   const std::int64_t local = padded / cp;

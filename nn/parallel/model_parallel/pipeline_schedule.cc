@@ -42,6 +42,7 @@ class StageStep {
     mb_ = idx.size(0) / micro_batches;
     activation_shape_ = {mb_, stage.activation_length(idx.size(1)), c.n_embd};
     dtype_ = c.dtype;
+    device_ = idx.device();  // the stage's: activations arrive where it computes
   }
 
   // --- Slots ---------------------------------------------------------------------------------
@@ -78,7 +79,7 @@ class StageStep {
 
   Tensor recv_forward(int m) {
     if (stage_.is_first()) return first_input(m);
-    Tensor x = Tensor::empty(activation_shape_, dtype_);
+    Tensor x = Tensor::empty(activation_shape_, dtype_, device_);
     group_.recv(synced_buffer(x), stage_.stage() - 1, kTag);
     return x.set_requires_grad(true);
   }
@@ -87,7 +88,7 @@ class StageStep {
   }
   Tensor recv_backward() {
     if (stage_.is_last()) return Tensor();
-    Tensor g = Tensor::empty(activation_shape_, dtype_);
+    Tensor g = Tensor::empty(activation_shape_, dtype_, device_);
     group_.recv(synced_buffer(g), stage_.stage() + 1, kTag);
     return g;
   }
@@ -98,7 +99,7 @@ class StageStep {
   Tensor send_forward_recv_backward(const Tensor& y) {
     if (stage_.is_last()) return Tensor();
     const Tensor out = kernels::contiguous(y.detach());
-    Tensor g = Tensor::empty(activation_shape_, dtype_);
+    Tensor g = Tensor::empty(activation_shape_, dtype_, device_);
     group_.batch_send_recv({P2POp::send(synced_buffer(out), stage_.stage() + 1), P2POp::recv(synced_buffer(g), stage_.stage() + 1)}, kTag);
     return g;
   }
@@ -106,7 +107,7 @@ class StageStep {
   Tensor send_backward_recv_forward(const Tensor& g, int m) {
     if (stage_.is_first()) return first_input(m);
     const Tensor back = kernels::contiguous(g);
-    Tensor x = Tensor::empty(activation_shape_, dtype_);
+    Tensor x = Tensor::empty(activation_shape_, dtype_, device_);
     group_.batch_send_recv({P2POp::send(synced_buffer(back), stage_.stage() - 1), P2POp::recv(synced_buffer(x), stage_.stage() - 1)}, kTag);
     return x.set_requires_grad(true);
   }
@@ -147,6 +148,7 @@ class StageStep {
   std::int64_t mb_;
   Shape activation_shape_;
   DType dtype_;
+  Device device_;
   std::deque<InFlight> live_;
   double loss_ = 0;
   PipelineStepResult result_;
