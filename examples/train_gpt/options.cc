@@ -236,7 +236,8 @@ std::optional<int> parse_options(int argc, char** argv, nn::TrainConfig& cfg, Op
   app.add_option(flag("top_k"), sampling.top_k, "Sample among the k likeliest characters (0: all)")
       ->check(ringgrad::cli::at_least(0));
   Placement& placement = opt.placement;
-  app.add_option(flag("device"), placement.device, "cpu, cuda (under a launcher: cuda:LOCAL_RANK % GPUs) or cuda:N");
+  app.add_option(flag("device"), placement.device, "cpu, cuda (under a launcher: cuda:LOCAL_RANK % GPUs) or cuda:N "
+                 "(on a --tp/--pp grid the groups stage GPU buffers through host memory; not with --cp)");
   app.add_option(flag("dtype"), placement.dtype, "Matmul precision: fp32, or bf16 (bf16 operands, fp32 accumulation)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
   app.add_option(flag("backend"), placement.backend,
