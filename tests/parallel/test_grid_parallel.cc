@@ -185,7 +185,7 @@ TEST_CASE("grid: rotary embeddings, QK-norm and ReLU^2 under tp 2, dp 2 x pp 2, 
   grid_equals_one_process({.tp = 2, .cp = 2, .evaluate = true, .rotary = true, .qk_norm = true, .relu_squared = true});
 }
 
-TEST_CASE("grid: Muon (each split matrix gathered over tp, orthogonalised whole) under tp 2, pp 2, dp 2 x tp 2 and cp 2 x tp 2 (sp), as one process") {
+TEST_CASE("grid: Muon (each split matrix gathered over tp, orthogonalised whole) under tp 2, pp 2, dp 2 x tp 2, dp 2 x pp 2 and cp 2 x tp 2 (sp), as one process") {
   grid_equals_one_process({.tp = 2, .tied = false, .muon = true});
   grid_equals_one_process({.pp = 2, .muon = true});
   grid_equals_one_process({.dp = 2, .tp = 2, .muon = true});
