@@ -1,8 +1,11 @@
 // train_bench: times GPT training steps (forward, backward, clip, AdamW) of a preset and
 // prints ms/iter, tokens/s, peak RSS and where the time goes by op kind. Compare with
 // PyTorch on the same machine: /usr/bin/python3 bench/compare/torch_gpt.py --data ... --steps 200.
+// On the CPU it also prints the bytes of live tensors at a step's start and at its peak (the
+// host allocator's counter, tensor/storage.h): what --recompute trades time for.
 //
 //   train_bench --config baby --iters 100 --threads 1
+//   train_bench --config baby --recompute blocks --block_size 256
 //   train_bench --config baby --iters 200 --trace_cost    # what recording a timeline costs
 //   train_bench --config shakespeare-char --device cuda --dtype bf16
 #include <sys/resource.h>
@@ -27,6 +30,7 @@
 #include "tensor/cuda_runtime.h"
 #include "tensor/op_profile.h"
 #include "tensor/precision.h"
+#include "tensor/storage.h"
 #include "tensor/threads.h"
 #include "trace/trace.h"
 
@@ -55,7 +59,9 @@ nn::data::CharDataset corpus(const std::string& path) {
 
 struct Options {
   std::string preset = "baby", data_path = "data/tinyshakespeare.txt", device_name = "cpu", dtype = "fp32";
+  std::string recompute = "none";
   int iters = 100, warmup = 10, threads = 1;
+  std::int64_t block_size = 0;  // 0: the preset's
   bool trace_cost = false;
 };
 
@@ -76,6 +82,7 @@ int bench(const Options& o, nn::TrainConfig cfg, Device device) {
   std::vector<double> ms, traced_ms, untraced_ms;
   double total_s = 0;
   std::size_t events = 0;
+  std::size_t step_start = 0, step_peak = 0;  // live host tensor bytes, the most over the timed steps
   if (trace_cost) model.set_trace_names();
   for (int it = 0; it < warmup + iters; ++it) {
     if (it == warmup) {
@@ -84,6 +91,8 @@ int bench(const Options& o, nn::TrainConfig cfg, Device device) {
     }
     const bool traced = trace_cost && it >= warmup && it % 2 == 1;  // steps interleaved: the same drift for both
     if (traced) nn::start_tracing();
+    if (it >= warmup) step_start = std::max(step_start, host_memory_stats().in_use);
+    reset_peak_host_memory_stats();
     const auto t0 = std::chrono::steady_clock::now();
     const auto batch = ds.get_batch(nn::data::Split::Train, cfg.batch_size, cfg.model.block_size, gen);
     nn::train_step(model, opt, batch, cfg.lr_at(it), cfg.grad_clip);
@@ -93,6 +102,7 @@ int bench(const Options& o, nn::TrainConfig cfg, Device device) {
       events += trace::take().size();
     }
     if (it >= warmup) {
+      step_peak = std::max(step_peak, host_memory_stats().peak_in_use);
       ms.push_back(s * 1e3);
       (traced ? traced_ms : untraced_ms).push_back(s * 1e3);
       total_s += s;
@@ -119,6 +129,11 @@ int bench(const Options& o, nn::TrainConfig cfg, Device device) {
   fmt::print("{} steps: median {:.2f} ms/iter (p10 {:.2f}, p90 {:.2f}), {:.0f} tokens/s, peak {} {:.1f} MiB\n",
              iters, median, sorted[sorted.size() / 10], sorted[sorted.size() * 9 / 10], tokens / median * 1e3,
              device.is_cpu() ? "RSS" : "GPU memory", peak_mib(device));
+  if (device.is_cpu()) {
+    fmt::print("live tensors: {:.2f} MiB at a step's start, peak {:.2f} MiB during a step ({:.2f} MiB above the start), "
+               "recompute {}\n", static_cast<double>(step_start) / (1 << 20), static_cast<double>(step_peak) / (1 << 20),
+               static_cast<double>(step_peak - step_start) / (1 << 20), o.recompute);
+  }
   fmt::print("{:<12} {:>10} {:>7}\n", "op kind", "ms/iter", "share");
   double charged = 0;
   auto row = [&](const char* name, double seconds) {
@@ -144,6 +159,10 @@ int main(int argc, char** argv) {
   app.add_option("--iters", o.iters, "Timed steps, 1 or more")->check(ringgrad::cli::at_least(1))->capture_default_str();
   app.add_option("--warmup", o.warmup, "Untimed steps first, 0 or more")
       ->check(ringgrad::cli::at_least(0))->capture_default_str();
+  app.add_option("--recompute", o.recompute, "Activations recomputed during backward: none, blocks or attention")
+      ->check(CLI::IsMember(nn::kRecomputeNames))->capture_default_str();
+  app.add_option("--block_size", o.block_size, "Context length T instead of the preset's")
+      ->check(ringgrad::cli::at_least(1));
   app.add_option("--threads", o.threads, "BLAS threads, 1 or more")->check(ringgrad::cli::at_least(1))->capture_default_str();
   app.add_option("--device", o.device_name, "cpu, cuda or cuda:N")->capture_default_str();
   app.add_option("--dtype", o.dtype, "Matmul precision: fp32 or bf16")->check(CLI::IsMember({"fp32", "bf16"}));
@@ -175,6 +194,8 @@ int main(int argc, char** argv) {
                cuda::device_count() == 0 ? cuda::unavailable_reason() : "choose another index");
     return 1;
   }
+  cfg.model.recompute = nn::kRecomputeNames.at(o.recompute);
+  if (o.block_size > 0) cfg.model.block_size = o.block_size;
   set_matmul_precision(parse_matmul_precision(o.dtype));
   try {
     set_num_threads(o.threads);

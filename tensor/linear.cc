@@ -69,7 +69,8 @@ Tensor linear(const Tensor& x_in, const Tensor& weight, const Tensor& bias) {
   return y;
 }
 
-LinearGrads linear_backward(const Tensor& dy_in, const Tensor& x_in, const Tensor& weight, bool has_bias, bool need_dx) {
+LinearGrads linear_backward(const Tensor& dy_in, const Tensor& x_in, const Tensor& weight, bool has_bias, bool need_dx,
+                            bool need_dweight) {
   check_devices("linear_backward", dy_in, x_in, weight);
   const Tensor dy = contiguous(dy_in), x = contiguous(x_in), w = contiguous(weight);
   const std::int64_t in = w.size(1), out_features = w.size(0), rows = in == 0 ? 0 : x.numel() / in;
@@ -79,16 +80,18 @@ LinearGrads linear_backward(const Tensor& dy_in, const Tensor& x_in, const Tenso
   auto result = [&](const Shape& shape) {  // the GEMMs below write every element (beta = 0)
     return empty_product ? Tensor::zeros(shape, x.dtype(), device) : Tensor::empty(shape, x.dtype(), device);
   };
-  grads.dweight = result(w.shape());
+  if (need_dweight) grads.dweight = result(w.shape());
   if (has_bias) grads.dbias = Tensor::zeros({out_features}, w.dtype(), device);  // accumulated into
   if (need_dx) grads.dx = result(x.shape());
   if (empty_product) return grads;
   dispatch_floating(x.dtype(), "linear_backward", [&]<typename T>() {
     const T* g = dy.data<T>();
-    GemmArgs<T> dw;  // dW [out, in] = dy^T [out, N] x [N, in]
-    dw.trans_a = true, dw.m = out_features, dw.n = in, dw.k = rows;
-    dw.a = g, dw.lda = out_features, dw.b = x.data<T>(), dw.ldb = in, dw.c = grads.dweight.data<T>(), dw.ldc = in;
-    gemm_batched(device, dw);
+    if (need_dweight) {  // dW [out, in] = dy^T [out, N] x [N, in]
+      GemmArgs<T> dw;
+      dw.trans_a = true, dw.m = out_features, dw.n = in, dw.k = rows;
+      dw.a = g, dw.lda = out_features, dw.b = x.data<T>(), dw.ldb = in, dw.c = grads.dweight.data<T>(), dw.ldc = in;
+      gemm_batched(device, dw);
+    }
     if (need_dx) {  // dx [N, in] = dy [N, out] W [out, in]
       GemmArgs<T> dx;
       dx.m = rows, dx.n = in, dx.k = out_features;

@@ -16,11 +16,13 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias);
 
 struct LinearGrads {
   Tensor dx;       // [..., in]; undefined unless need_dx
-  Tensor dweight;  // [out, in] = dy^T x, summed over all leading dims
+  Tensor dweight;  // [out, in] = dy^T x, summed over all leading dims; undefined unless need_dweight
   Tensor dbias;    // [out] = column sums of dy; undefined unless has_bias
 };
 
-/// Gradients of linear given dy: [..., out]. dx = dy W.
-LinearGrads linear_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, bool has_bias, bool need_dx);
+/// Gradients of linear given dy: [..., out]. dx = dy W. A zero-bubble pipeline asks for dx
+/// (and db) first and for dW later, in two calls.
+LinearGrads linear_backward(const Tensor& dy, const Tensor& x, const Tensor& weight, bool has_bias, bool need_dx,
+                            bool need_dweight = true);
 
 }  // namespace ringgrad::kernels

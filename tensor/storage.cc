@@ -31,7 +31,8 @@ namespace {
 struct HostHeap {
   std::mutex mutex;
   BlockCache blocks;
-  std::size_t in_use = 0, peak_in_use = 0;  // bytes handed out now, and the most at once
+  std::size_t in_use = 0, peak_in_use = 0;  // bytes handed out now, and the most at once since a reset
+  std::size_t high_water = 0;                // the most at once ever: what the cache may keep
 };
 
 // Never destroyed: tensors freed during static destruction still return their blocks here.
@@ -48,6 +49,7 @@ void* host_allocate(std::size_t size) {
   if (block == nullptr) throw std::bad_alloc();
   heap.in_use += size;
   heap.peak_in_use = std::max(heap.peak_in_use, heap.in_use);
+  heap.high_water = std::max(heap.high_water, heap.in_use);
   return block;
 }
 
@@ -55,7 +57,7 @@ void host_deallocate(void* block, std::size_t size) {
   HostHeap& heap = host_heap();
   std::lock_guard lock(heap.mutex);
   heap.in_use -= size;
-  if (heap.blocks.cached() + size <= heap.peak_in_use) {
+  if (heap.blocks.cached() + size <= heap.high_water) {
     heap.blocks.give(block, size);
   } else {
     std::free(block);
@@ -68,6 +70,12 @@ HostMemoryStats host_memory_stats() {
   HostHeap& heap = host_heap();
   std::lock_guard lock(heap.mutex);
   return {heap.in_use, heap.peak_in_use, heap.blocks.cached()};
+}
+
+void reset_peak_host_memory_stats() {
+  HostHeap& heap = host_heap();
+  std::lock_guard lock(heap.mutex);
+  heap.peak_in_use = heap.in_use;
 }
 
 Storage::Memory Storage::allocate(std::size_t nbytes, bool zeroed, Device device) {

@@ -15,12 +15,18 @@ namespace ringgrad {
 /// clearing them first costs a pass over memory). Shared through std::shared_ptr: it lives as
 /// long as the last tensor that views it. Throws std::bad_alloc when the host is out of memory,
 /// std::runtime_error for a GPU when ringgrad has no CUDA or the GPU is out of memory.
-/// Bytes of host memory the cache behind CPU storage holds: handed out to tensors now, the most
-/// handed out at once, and kept in free blocks (at most the peak).
+/// Bytes of host memory the cache behind CPU storage holds: handed out to tensors now (each
+/// request rounded up as BlockCache::round does), the most handed out at once since the process
+/// started or the last reset_peak_host_memory_stats(), and kept in free blocks (at most the most
+/// ever in use at once).
 struct HostMemoryStats {
   std::size_t in_use = 0, peak_in_use = 0, cached = 0;
 };
 HostMemoryStats host_memory_stats();
+/// Starts peak_in_use again from in_use (torch.cuda.reset_peak_memory_stats), so the peak of one
+/// stretch of work can be read: the live tensors of a training step. The cache's own limit keeps
+/// counting from the start.
+void reset_peak_host_memory_stats();
 
 class Storage {
  public:

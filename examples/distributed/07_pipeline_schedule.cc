@@ -1,15 +1,25 @@
-// 07: a GPT cut into pipeline stages, one per rank, trained with GPipe's all-forward-all-backward
-// and with 1F1B. For each schedule and 2, 4 and 8 micro-batches it prints who computed what
-// when (F3 = forward of micro-batch 3, B3 its backward, repeated over the columns it lasted;
-// '.' idle; one column per shortest slot, about a forward), the measured bubble (the share of the step each stage sat idle, averaged over
-// stages) beside the formula (S-1)/(M+S-1), and how many micro-batches' activations each stage
-// held at once: M for AFAB, S - s for 1F1B.
+// 07: a GPT cut into pipeline stages, one per rank, trained under each schedule: GPipe's
+// all-forward-all-backward, 1F1B, interleaved 1F1B (2 virtual stages per rank) and ZB-H1 (the
+// backward split into B, the input gradients, and W, the weight gradients). For 2, 4 and 8
+// micro-batches it prints who computed what when (F3 = forward of micro-batch 3, B3 its
+// backward, W3 its weight gradients; lower case: the rank's second model chunk; repeated over
+// the columns it lasted; '.' idle; one column per shortest slot, at most 60), the measured
+// bubble (the share of the schedule's span each stage sat idle, averaged over stages; the
+// median of 5 runs, the schedules taking turns) beside its formula, and how many micro-batches'
+// activations each stage held at once: M for AFAB, S - s for 1F1B, S for ZB-H1, for interleaved
+// chunks of 1/V of a stage's.
+//
+//   AFAB, 1F1B:   (S-1)/(M+S-1)
+//   interleaved:  (S-1)/(V M+S-1)
+//   ZB-H1:        (S-1)(T_F+T_B-T_W) / (M (T_F+T_B+T_W) + (S-1)(T_F+T_B-T_W)), = (S-1)/(3M+S-1) when
+//                 the three passes take equal times (printed with the measured mean times too)
 //
 //   build/bin/ringgrad-run --nproc-per-node 2 build/bin/07_pipeline_schedule
 #include <fmt/format.h>
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -23,15 +33,93 @@ using namespace ringgrad::nn::parallel;
 
 namespace {
 
-// A stage's events as doubles (kind, micro-batch, start, end) so rank 0 can gather them.
+constexpr int kRuns = 5, kChunks = 2;
+constexpr std::size_t kFields = 5;  // kind, micro-batch, chunk, start, end
+
+const char* name_of(PipelineSchedule s) {
+  switch (s) {
+    case PipelineSchedule::kAllForwardAllBackward: return "AFAB";
+    case PipelineSchedule::kOneForwardOneBackward: return "1F1B";
+    case PipelineSchedule::kInterleaved1F1B: return "interleaved 1F1B (V 2)";
+    case PipelineSchedule::kZeroBubbleH1: return "ZB-H1";
+  }
+  return "";
+}
+
+// One measured step, drawn on rank 0.
+struct Measured {
+  double bubble = 0, formula = 0;
+  std::string drawing;
+};
+
+// A stage's events as doubles so rank 0 can gather them; -1 pads to `slots`.
 std::vector<double> flatten(const PipelineStepResult& r, std::size_t slots) {
-  std::vector<double> out(4 * slots, -1);
+  std::vector<double> out(kFields * slots, -1);
   for (std::size_t i = 0; i < r.events.size() && i < slots; ++i) {
     const PipelineEvent& e = r.events[i];
-    out[4 * i] = e.kind == 'F' ? 0 : 1;
-    out[4 * i + 1] = e.micro_batch;
-    out[4 * i + 2] = e.start_s;
-    out[4 * i + 3] = e.end_s;
+    const double fields[kFields] = {e.kind == 'F' ? 0.0 : e.kind == 'B' ? 1.0 : 2.0, double(e.micro_batch),
+                                    double(e.chunk), e.start_s, e.end_s};
+    std::copy(fields, fields + kFields, out.begin() + static_cast<std::ptrdiff_t>(kFields * i));
+  }
+  out.push_back(static_cast<double>(r.peak_live_micro_batches));
+  return out;
+}
+
+Measured measure(PipelineStage& stage, collectives::Communicator& pp, const Tensor& x, int m, PipelineSchedule schedule) {
+  const int stages = pp.world_size();
+  pipeline_step(stage, pp, x, x, m, schedule);  // warm-up: first-touch of every buffer
+  stage.zero_grad();
+  const PipelineStepResult r = pipeline_step(stage, pp, x, x, m, schedule);
+  stage.zero_grad();
+  const std::size_t slots = 4 * static_cast<std::size_t>(m);  // interleaved: 2 M V; ZB-H1: 3 M
+  const std::vector<double> local = flatten(r, slots);
+  std::vector<double> all(local.size() * static_cast<std::size_t>(stages));
+  pp.all_gather(collectives::buffer(std::span<const double>(local)), collectives::buffer(std::span<double>(all)));
+  Measured out;
+  if (pp.rank() != 0) return out;
+  const std::size_t per = local.size();
+  auto event = [&](int s, std::size_t i) { return &all[static_cast<std::size_t>(s) * per + kFields * i]; };
+  // The schedule's span: first slot's start to last slot's end over all stages (the formula's
+  // subject; the step then sums the tied wte gradients and shares the loss).
+  double t0 = 1e300, t1 = 0, shortest = 1e300, time_of[3] = {0, 0, 0}, count_of[3] = {0, 0, 0};
+  for (int s = 0; s < stages; ++s)
+    for (std::size_t i = 0; i < slots; ++i)
+      if (const double* e = event(s, i); e[0] >= 0) {
+        t0 = std::min(t0, e[3]), t1 = std::max(t1, e[4]), shortest = std::min(shortest, e[4] - e[3]);
+        time_of[static_cast<int>(e[0])] += e[4] - e[3], count_of[static_cast<int>(e[0])] += 1;
+      }
+  const double column = std::max(shortest, (t1 - t0) / 60);  // at most 60 columns
+  const auto columns = static_cast<std::size_t>(std::ceil((t1 - t0) / column));
+  for (int s = 0; s < stages; ++s) {
+    std::vector<std::string> line(columns, ".");
+    double busy = 0;
+    for (std::size_t i = 0; i < slots; ++i) {
+      const double* e = event(s, i);
+      if (e[0] < 0) continue;
+      busy += e[4] - e[3];
+      const char kind = "FBW"[static_cast<int>(e[0])];
+      const std::string cell = fmt::format("{}{}", e[2] == 0 ? kind : static_cast<char>(kind - 'A' + 'a'), int(e[1]));
+      const auto first = static_cast<std::size_t>(std::lround((e[3] - t0) / column));
+      const auto last = std::max(first + 1, static_cast<std::size_t>(std::lround((e[4] - t0) / column)));
+      for (std::size_t col = first; col < last && col < columns; ++col) line[col] = cell;
+    }
+    out.bubble += (1 - busy / (t1 - t0)) / stages;
+    const int held = static_cast<int>(all[static_cast<std::size_t>(s) * per + per - 1]);
+    std::string row;
+    for (const auto& cell : line) row += fmt::format("{:>4}", cell);
+    out.drawing += fmt::format("  stage {}:{}   idle {:4.1f}%, held {}\n", s, row, 100 * (1 - busy / (t1 - t0)), held);
+  }
+  const double S = stages, M = m;
+  if (schedule == PipelineSchedule::kInterleaved1F1B) {
+    out.formula = (S - 1) / (kChunks * M + S - 1);
+  } else if (schedule == PipelineSchedule::kZeroBubbleH1) {
+    out.formula = (S - 1) / (3 * M + S - 1);
+    const double f = time_of[0] / count_of[0], b = time_of[1] / count_of[1], w = time_of[2] / count_of[2];
+    const double idle = (S - 1) * std::max(0.0, f + b - w);
+    out.drawing += fmt::format("  mean T_F {:.2f} ms, T_B {:.2f} ms, T_W {:.2f} ms: the general formula gives {:.1f}%\n",
+                               f * 1e3, b * 1e3, w * 1e3, 100 * idle / (M * (f + b + w) + idle));
+  } else {
+    out.formula = (S - 1) / (M + S - 1);
   }
   return out;
 }
@@ -50,68 +138,32 @@ int main() try {
   manual_seed(1);
   nn::GPT whole(c);
   PipelineStage mine(whole, stage, stages);
+  PipelineStage chunked(whole, stage, stages, nullptr, nullptr, false, kChunks);  // blocks s and S + s
   if (stage == 0)
-    fmt::print("{} stages of a GPT with {} layers (C {}, T {}), 2 blocks per stage; batch 16\n", stages, c.n_layer,
-               c.n_embd, c.block_size);
+    fmt::print("{} stages of a GPT with {} layers (C {}, T {}), 2 blocks per stage (interleaved: 2 chunks of 1); "
+               "batch 16\n", stages, c.n_layer, c.n_embd, c.block_size);
   Generator gen(7);
   std::vector<std::int64_t> ids(16 * 64);
   for (auto& id : ids) id = static_cast<std::int64_t>(gen.next_below(65));
-  const Tensor x = Tensor::from_vector(ids, {16, 64}), y = x;
-  for (PipelineSchedule schedule : {PipelineSchedule::kAllForwardAllBackward, PipelineSchedule::kOneForwardOneBackward}) {
-    for (int m : {2, 4, 8}) {
-      pipeline_step(mine, pp, x, y, m, schedule);  // warm-up: first-touch of every buffer
-      mine.zero_grad();
-      const PipelineStepResult r = pipeline_step(mine, pp, x, y, m, schedule);
-      mine.zero_grad();
-      // Every stage's events and span to rank 0 (one clock on one host: steady_clock).
-      const std::size_t slots = 2 * static_cast<std::size_t>(m);
-      std::vector<double> local = flatten(r, slots), all(local.size() * static_cast<std::size_t>(stages));
-      local.push_back(r.start_s);
-      local.push_back(r.end_s);
-      all.resize(local.size() * static_cast<std::size_t>(stages));
-      pp.all_gather(collectives::buffer(std::span<const double>(local)), collectives::buffer(std::span<double>(all)));
-      double held = static_cast<double>(r.peak_live_micro_batches);
-      std::vector<double> helds(static_cast<std::size_t>(stages));
-      pp.all_gather(collectives::buffer(std::span<const double>(&held, 1)), collectives::buffer(std::span<double>(helds)));
-      if (stage != 0) continue;
-      const std::size_t per = local.size();
-      // The schedule's span: first forward's start to last backward's end over all stages (the
-      // formula's subject); the step then sums the tied wte gradients and shares the loss.
-      double t0 = 1e300, t1 = 0, step_end = 0, slot = 1e300;
-      for (int s = 0; s < stages; ++s) {
-        step_end = std::max(step_end, all[s * per + 4 * slots + 1]);
-        for (std::size_t i = 0; i < slots; ++i) {
-          t0 = std::min(t0, all[s * per + 4 * i + 2]);
-          t1 = std::max(t1, all[s * per + 4 * i + 3]);
-          slot = std::min(slot, all[s * per + 4 * i + 3] - all[s * per + 4 * i + 2]);
-        }
+  const Tensor x = Tensor::from_vector(ids, {16, 64});
+  const std::vector<PipelineSchedule> schedules = {PipelineSchedule::kAllForwardAllBackward,
+                                                   PipelineSchedule::kOneForwardOneBackward,
+                                                   PipelineSchedule::kInterleaved1F1B, PipelineSchedule::kZeroBubbleH1};
+  std::map<std::pair<int, int>, std::vector<Measured>> runs;  // (schedule, M) -> the runs
+  for (int run = 0; run < kRuns; ++run)
+    for (std::size_t k = 0; k < schedules.size(); ++k)
+      for (int m : {2, 4, 8}) {
+        PipelineStage& s = schedules[k] == PipelineSchedule::kInterleaved1F1B ? chunked : mine;
+        runs[{static_cast<int>(k), m}].push_back(measure(s, pp, x, m, schedules[k]));
       }
-      const auto columns = static_cast<std::size_t>(std::ceil((t1 - t0) / slot));
-      double bubble = 0;
-      fmt::print("\n{} with {} micro-batches: schedule {:.1f} ms, then {:.1f} ms for the tied gradients and the loss\n",
-                 schedule == PipelineSchedule::kAllForwardAllBackward ? "AFAB" : "1F1B", m, (t1 - t0) * 1e3,
-                 (step_end - t1) * 1e3);
-      for (int s = 0; s < stages; ++s) {
-        std::vector<std::string> line(columns, " .");
-        double busy = 0;
-        for (std::size_t i = 0; i < slots; ++i) {
-          const double* e = &all[s * per + 4 * i];
-          busy += e[3] - e[2];
-          const auto first = static_cast<std::size_t>(std::lround((e[2] - t0) / slot));
-          const auto last = std::max(first + 1, static_cast<std::size_t>(std::lround((e[3] - t0) / slot)));
-          for (std::size_t col = first; col < last && col < columns; ++col)
-            line[col] = fmt::format("{}{}", e[0] == 0 ? 'F' : 'B', static_cast<int>(e[1]));
-        }
-        bubble += 1 - busy / (t1 - t0);
-        std::string row;
-        for (const auto& cell : line) row += fmt::format("{:>3}", cell);
-        const int held_here = static_cast<int>(helds[static_cast<std::size_t>(s)]);
-        fmt::print("  stage {}:{}   idle {:4.1f}%, held {} micro-batch{}\n", s, row, 100 * (1 - busy / (t1 - t0)), held_here,
-                   held_here == 1 ? "" : "es");
-      }
-      fmt::print("  bubble: measured {:.1f}%, (S-1)/(M+S-1) = {:.1f}%\n", 100 * bubble / stages,
-                 100.0 * (stages - 1) / (m + stages - 1));
-    }
+  if (stage != 0) return 0;
+  for (auto& [key, measured] : runs) {
+    std::sort(measured.begin(), measured.end(), [](const Measured& a, const Measured& b) { return a.bubble < b.bubble; });
+    const Measured& median = measured[measured.size() / 2];
+    fmt::print("\n{} with {} micro-batches (the median run of {}):\n{}", name_of(schedules[static_cast<std::size_t>(key.first)]),
+               key.second, kRuns, median.drawing);
+    fmt::print("  bubble: measured {:.1f}% (runs {:.1f}% to {:.1f}%), formula {:.1f}%\n", 100 * median.bubble,
+               100 * measured.front().bubble, 100 * measured.back().bubble, 100 * median.formula);
   }
 } catch (const std::exception& e) {
   return launch::report("07_pipeline_schedule", e);

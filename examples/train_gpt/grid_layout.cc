@@ -33,7 +33,10 @@ class GridLayout final : public Layout {
         groups_(GridGroups::make(world_, world_.world_size() / (opt.mp.tp * opt.mp.pp * opt.mp.cp), opt.mp.pp,
                                  opt.mp.tp, opt.mp.cp)),
         micro_batches_(opt.mp.micro_batches * static_cast<int>(opt.dist.accumulation)),
-        schedule_(parse_pipeline_schedule(opt.mp.schedule)), schedule_name_(opt.mp.schedule) {
+        schedule_(parse_pipeline_schedule(opt.mp.schedule)),
+        schedule_name_(opt.mp.virtual_stages > 1 ? fmt::format("{}, {} virtual stages", opt.mp.schedule,
+                                                               opt.mp.virtual_stages)
+                                                 : opt.mp.schedule) {
     const std::int64_t replicas = groups_.dp->world_size();
     if (cfg.batch_size % (replicas * micro_batches_) != 0)
       throw std::invalid_argument(fmt::format(
@@ -43,7 +46,7 @@ class GridLayout final : public Layout {
     manual_seed(cfg.seed);  // the weights one process would draw; each rank keeps its piece
     const nn::GPT whole(cfg.model);
     for (const Tensor& p : whole.parameters()) parameters_ += p.numel();
-    stage_ = make_stage(whole, groups_, opt.mp.sp);
+    stage_ = make_stage(whole, groups_, opt.mp.sp, opt.mp.virtual_stages);
     stage_->to(device);  // before the optimizer is made, so its state is made there too
     DataParallelOptions options;
     options.bucket_cap_mb = opt.dist.bucket_cap_mb;

@@ -56,6 +56,11 @@ void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
   app.add_option(flag("qk_norm"), c.model.qk_norm, "Each head's q and k scaled to unit RMS before attention (true/false)");
   app.add_option(flag("relu_squared"), c.model.relu_squared, "MLP activation ReLU(x)^2 instead of GELU (true/false)");
   app.add_option(flag("tie_weights"), c.model.tie_weights, "lm_head shares wte (true/false)");
+  app.add_option_function<std::string>(
+         flag("recompute"), [&c](const std::string& name) { c.model.recompute = nn::kRecomputeNames.at(name); },
+         "Activations recomputed during backward instead of kept: none, blocks (each block keeps only its input) or "
+         "attention (the [B, H, T, T] probabilities)")
+      ->check(CLI::IsMember(nn::kRecomputeNames));
   app.add_option(flag("batch_size"), c.batch_size,
                  "Global batch: sequences per step over all ranks (each rank takes batch / ranks / accumulation)")
       ->check(ringgrad::cli::at_least(1));
@@ -117,10 +122,33 @@ std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainC
     fmt::print(stderr, "train_gpt: --muon_sharded splits Muon's work: it needs --optimizer muon\n");
     return 2;
   }
-  if (mp.pp == 1 && (app.count("--micro_batches") > 0 || app.count("--pp_schedule") > 0)) {
-    fmt::print(stderr, "train_gpt: --micro_batches and --pp_schedule need --pp 2 or more (data parallelism splits "
-                       "batches with --accumulation)\n");
+  if (mp.pp == 1 && (app.count("--micro_batches") > 0 || app.count("--pp_schedule") > 0 ||
+                     app.count("--virtual_stages") > 0)) {
+    fmt::print(stderr, "train_gpt: --micro_batches, --pp_schedule and --virtual_stages need --pp 2 or more (data "
+                       "parallelism splits batches with --accumulation)\n");
     return 2;
+  }
+  if ((mp.schedule == "interleaved") != (mp.virtual_stages > 1)) {
+    if (mp.schedule == "interleaved")
+      fmt::print(stderr, "train_gpt: --pp_schedule interleaved needs --virtual_stages 2 or more (got {})\n",
+                 mp.virtual_stages);
+    else
+      fmt::print(stderr, "train_gpt: --virtual_stages {} needs --pp_schedule interleaved\n", mp.virtual_stages);
+    return 2;
+  }
+  if (mp.schedule == "interleaved") {
+    const std::int64_t chunks = std::int64_t{mp.pp} * mp.virtual_stages, m = mp.micro_batches * dist.accumulation;
+    if (cfg.model.n_layer % chunks != 0) {
+      fmt::print(stderr, "train_gpt: --pp {} x --virtual_stages {} cuts the blocks into {} model chunks: n_layer {} "
+                         "does not divide into them\n", mp.pp, mp.virtual_stages, chunks, cfg.model.n_layer);
+      return 2;
+    }
+    if (m % mp.pp != 0) {
+      fmt::print(stderr, "train_gpt: --pp_schedule interleaved needs the pipeline's micro-batches (--micro_batches {} "
+                         "x --accumulation {} = {}) to be a multiple of --pp {}\n", mp.micro_batches,
+                 dist.accumulation, m, mp.pp);
+      return 2;
+    }
   }
   if (mp.tp * mp.pp * mp.cp > 1) {
     // The model's split, checked here so that each rank refuses it before any starts work.
@@ -252,7 +280,11 @@ std::optional<int> parse_options(int argc, char** argv, nn::TrainConfig& cfg, Op
       ->check(ranks);
   app.add_flag(flag("sp"), mp.sp, "With --tp: sequence parallelism (T/tp positions per rank between the layers)");
   app.add_option(flag("micro_batches"), mp.micro_batches, "With --pp: micro-batches per replica and accumulation step")->check(ranks);
-  app.add_option(flag("pp_schedule"), mp.schedule, "With --pp: afab (GPipe) or 1f1b")->check(CLI::IsMember({"afab", "1f1b"}));
+  app.add_option(flag("pp_schedule"), mp.schedule, "With --pp: afab (GPipe), 1f1b, interleaved (1F1B over "
+                 "--virtual_stages chunks per stage) or zb-h1 (zero bubble: weight gradients deferred into the bubble)")
+      ->check(CLI::IsMember({"afab", "1f1b", "interleaved", "zb-h1"}));
+  app.add_option(flag("virtual_stages"), mp.virtual_stages, "With --pp_schedule interleaved: model chunks per stage "
+                 "(n_layer / (pp x this) blocks each)")->check(ranks);
   add_config_flags(app, cfg);
   bool print_config = false;
   app.add_flag(flag("print_config"), print_config, "Print the run's whole config (the preset and the flags) as one "

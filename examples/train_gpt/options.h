@@ -48,7 +48,8 @@ struct ModelParallelOptions {
   int tp = 1, pp = 1, cp = 1;
   bool sp = false;                // sequence parallelism inside the tp groups
   int micro_batches = 1;          // pipeline micro-batches per replica and accumulation step
-  std::string schedule = "1f1b";  // or afab
+  std::string schedule = "1f1b";  // or afab, interleaved, zb-h1
+  int virtual_stages = 1;         // model chunks per stage (interleaved)
   bool grid() const { return tp * pp * cp > 1; }
 };
 

@@ -10,7 +10,9 @@
 namespace ringgrad::nn {
 
 /// x: [B, T, C] -> [B, T, C]. Children c_attn (C -> 3C) and c_proj (C -> C), nanoGPT's names.
-/// Dropout (config.dropout) is applied to the output projection in training mode.
+/// Dropout (config.dropout) is applied to the output projection in training mode. With
+/// config.recompute Attention, the attention core keeps only qkv and recomputes its
+/// probabilities during backward.
 class CausalSelfAttention : public Module {
  public:
   explicit CausalSelfAttention(const GPTConfig& config);
@@ -21,7 +23,7 @@ class CausalSelfAttention : public Module {
  private:
   std::int64_t n_head_;
   double dropout_;
-  bool rotary_, qk_norm_;
+  bool rotary_, qk_norm_, recompute_;
 };
 
 }  // namespace ringgrad::nn

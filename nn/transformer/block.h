@@ -10,7 +10,8 @@
 
 namespace ringgrad::nn {
 
-/// x: [B, T, C] -> [B, T, C]. Children ln_1, attn, ln_2, mlp.
+/// x: [B, T, C] -> [B, T, C]. Children ln_1, attn, ln_2, mlp. With config.recompute Blocks,
+/// a training forward keeps only x and replays the block during backward.
 class Block : public Module {
  public:
   explicit Block(const GPTConfig& config);
@@ -19,6 +20,10 @@ class Block : public Module {
   std::shared_ptr<LayerNorm> ln_1, ln_2;
   std::shared_ptr<CausalSelfAttention> attn;
   std::shared_ptr<MLP> mlp;
+
+ private:
+  Tensor residual_branches(const Tensor& x);
+  bool recompute_;
 };
 
 }  // namespace ringgrad::nn

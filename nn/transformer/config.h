@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -11,6 +12,16 @@
 #include "tensor/dtype.h"
 
 namespace ringgrad::nn {
+
+/// What a training forward keeps for backward (autograd/checkpoint.h): every activation (None),
+/// only each block's input, its forward replayed during backward (Blocks, Chen et al. 2016), or
+/// everything but the attention core's [B, H, T, T] probabilities, recomputed from q, k and v
+/// (Attention, Korthikanti et al. 2022's selective recomputation). The values computed are the
+/// same bit for bit; only memory and time differ.
+enum class Recompute { None, Blocks, Attention };
+/// Each mode by the name train_gpt's and train_bench's --recompute take.
+inline const std::map<std::string, Recompute> kRecomputeNames = {
+    {"none", Recompute::None}, {"blocks", Recompute::Blocks}, {"attention", Recompute::Attention}};
 
 struct GPTConfig {
   std::int64_t n_layer = 4;
@@ -25,6 +36,7 @@ struct GPTConfig {
   bool qk_norm = false;          // each head's q and k scaled to unit RMS before attention (tensor/qk_norm.h)
   bool relu_squared = false;     // MLP activation max(x, 0)^2 instead of GELU (So et al. 2021, "Primer")
   DType dtype = DType::Float32;  // of the parameters (and so the activations); Float64 for exact checks
+  Recompute recompute = Recompute::None;  // not in checkpoints: a run may resume with another
 
   /// The choices above that change what the model computes but no parameter's name or shape, as
   /// name and value: a checkpoint records them and a resume must match them.

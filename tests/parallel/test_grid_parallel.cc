@@ -70,6 +70,7 @@ struct Run {
   int dp = 1, pp = 1, tp = 1, cp = 1;
   bool sp = false;
   PipelineSchedule schedule = PipelineSchedule::kOneForwardOneBackward;
+  int virtual_stages = 1;    // model chunks per stage (interleaved)
   bool tied = true;
   std::string strategy = "ddp";
   int accumulation = 1;      // steps of 2 micro-batches each
@@ -87,7 +88,7 @@ void grid_equals_one_process(const Run& run) {
     GPTConfig model = ringgrad::test::small_gpt(4, 4, 16, 13, run.tied);
     model.rotary = run.rotary, model.qk_norm = run.qk_norm, model.relu_squared = run.relu_squared;
     GPT whole(model);
-    auto stage = make_stage(whole, groups, run.sp);
+    auto stage = make_stage(whole, groups, run.sp, run.virtual_stages);
     auto mine = run.muon ? ringgrad::test::grid_muon_strategy(run.strategy, stage, groups)
                          : ringgrad::test::grid_strategy(run.strategy, stage, groups);
     std::unique_ptr<Optimizer> serial;
@@ -135,6 +136,22 @@ TEST_CASE("grid: dp 2 x pp 2 on 4 ranks trains what one process trains (1F1B)") 
 TEST_CASE("grid: pp 2 x tp 2 on 4 ranks trains what one process trains (AFAB and 1F1B)") {
   grid_equals_one_process({.pp = 2, .tp = 2, .schedule = PipelineSchedule::kAllForwardAllBackward});
   grid_equals_one_process({.pp = 2, .tp = 2});
+}
+
+TEST_CASE("grid: interleaved 1F1B (2 virtual stages) and ZB-H1 under pp 2 x tp 2 with evaluation, and dp 2 x pp 2 (DDP, ZeRO-1, FSDP), train what one process trains") {
+  for (int accumulation : {1, 2}) {
+    grid_equals_one_process({.pp = 2, .tp = 2, .schedule = PipelineSchedule::kInterleaved1F1B, .virtual_stages = 2,
+                             .accumulation = accumulation, .evaluate = true});
+    grid_equals_one_process({.pp = 2, .tp = 2, .schedule = PipelineSchedule::kZeroBubbleH1,
+                             .accumulation = accumulation, .evaluate = true});
+  }
+  grid_equals_one_process({.dp = 2, .pp = 2, .schedule = PipelineSchedule::kInterleaved1F1B, .virtual_stages = 2});
+  grid_equals_one_process({.dp = 2, .pp = 2, .schedule = PipelineSchedule::kZeroBubbleH1});
+  for (const char* strategy : {"zero1", "fsdp"}) {
+    grid_equals_one_process({.dp = 2, .pp = 2, .schedule = PipelineSchedule::kInterleaved1F1B, .virtual_stages = 2,
+                             .strategy = strategy});
+    grid_equals_one_process({.dp = 2, .pp = 2, .schedule = PipelineSchedule::kZeroBubbleH1, .strategy = strategy});
+  }
 }
 
 TEST_CASE("grid: an untied lm_head (train_gpt's presets) under pp 2 x tp 2 and dp 2 x pp 2 trains what one process trains") {

@@ -2,7 +2,8 @@
 // float64, a column-then-row MLP on TP = 2 and 3 ranks has the loss and (sliced) parameters of
 // one process after every AdamW step; vocabulary-parallel cross-entropy and embedding equal
 // the whole ones in value and gradient, also inside two groups of a split world; sizes that do
-// not divide are refused on every rank, naming the numbers. Tolerance: 1e-12 absolute.
+// not divide are refused on every rank, naming the numbers. Tolerance: 1e-12 absolute; with
+// activations recomputed the same TP training bit for bit.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -149,7 +150,48 @@ void gpt_equals_one_process(int tp, bool sequence_parallel) {
   }));
 }
 
+// The TP GPT with `recompute` against the same TP GPT keeping its activations, on the same
+// ranks: each step's loss and every parameter's gradient bit for bit, dropout on.
+void recompute_equals_keeping(int tp, bool sequence_parallel) {
+  require_ok(run_ranks(tp, [&](const transport::Config& config) {
+    Communicator group(config, collectives::CommOptions{});
+    auto train = [&](Recompute recompute) {
+      GPTConfig c = ringgrad::test::small_gpt(2, 6, 24, 13);
+      c.dropout = 0.1, c.recompute = recompute;
+      manual_seed(5);
+      const GPT whole(c);
+      TensorParallelGPT model(whole, group, sequence_parallel);
+      AdamW opt(weight_decay_groups(model, 0.1), ringgrad::test::kTestAdam);
+      Generator gen(17);
+      std::vector<std::vector<double>> seen;  // each step's loss, then every gradient
+      for (int step = 0; step < 3; ++step) {
+        const auto [x, y] = ringgrad::test::random_batch(gen, 2, 13);
+        model.zero_grad();
+        const Tensor loss = model.loss(x, y);
+        backward(loss);
+        model.all_reduce_replicated_grads();
+        seen.push_back(loss.to_vector<double>());
+        for (const Tensor& p : model.parameters()) seen.push_back(p.grad().to_vector<double>());
+        opt.step();
+      }
+      return seen;
+    };
+    const auto kept = train(Recompute::None);
+    for (const Recompute mode : {Recompute::Blocks, Recompute::Attention}) {
+      const auto replayed = train(mode);
+      for (std::size_t i = 0; i < kept.size(); ++i)
+        check(replayed[i] == kept[i], fmt::format("rank {}: recompute {}: value {} of the steps differs", group.rank(),
+                                                  mode == Recompute::Blocks ? "blocks" : "attention", i));
+    }
+  }));
+}
+
 }  // namespace
+
+TEST_CASE("tensor parallel GPT with blocks or attention recomputed: bit-equal losses and gradients on TP = 2, with and without SP") {
+  recompute_equals_keeping(2, false);
+  recompute_equals_keeping(2, true);
+}
 
 TEST_CASE("tensor parallel GPT: TP = 2 and 3 train exactly what one process trains (3 AdamW steps, padded vocabulary)") {
   gpt_equals_one_process(2, false);

@@ -87,3 +87,17 @@ TEST_CASE("the block cache rounds sizes up, hands back the last block freed, and
   CHECK(cache.cached() == 0);
   CHECK(cache.take(512) == nullptr);
 }
+
+TEST_CASE("reset_peak_host_memory_stats starts the peak again from the bytes in use") {
+  { Storage big(4 << 20); }  // a peak from before the reset
+  reset_peak_host_memory_stats();
+  const std::size_t start = host_memory_stats().in_use;
+  CHECK(host_memory_stats().peak_in_use == start);
+  {
+    Storage a(256 << 10), b(128 << 10);  // 384 KiB at once, whole multiples of the 512 B unit
+  }
+  Storage c(64 << 10);
+  const HostMemoryStats stats = host_memory_stats();
+  CHECK(stats.in_use == start + (64 << 10));
+  CHECK(stats.peak_in_use == start + (384 << 10));
+}

@@ -32,17 +32,21 @@ class EvalScope {
 };
 
 // One forward through the pipeline of ids [b, t]: returns the last stage's output (this tp
-// rank's slice of the logits), undefined on the other stages.
+// rank's slice of the logits), undefined on the other stages. With V chunks per stage the
+// activations go round the ring of stages V times.
 Tensor pipeline_forward(PipelineStage& stage, Communicator& pp, const Tensor& ids) {
+  const int stages = stage.stages();
   Tensor x = ids;
-  if (!stage.is_first()) {
-    x = Tensor::empty({ids.size(0), stage.activation_length(ids.size(1)), stage.config().n_embd}, stage.config().dtype,
-                      ids.device());
-    pp.recv(synced_buffer(x), stage.stage() - 1, kTag);
+  for (int chunk = 0; chunk < stage.chunks(); ++chunk) {
+    if (!stage.is_first_chunk(chunk)) {
+      x = Tensor::empty({ids.size(0), stage.activation_length(ids.size(1)), stage.config().n_embd}, stage.config().dtype,
+                        ids.device());
+      pp.recv(synced_buffer(x), (stage.stage() + stages - 1) % stages, kTag);
+    }
+    const Tensor out = stage.forward_chunk(chunk, x);
+    if (stage.is_last_chunk(chunk)) return out;
+    pp.send(synced_buffer(kernels::contiguous(out)), (stage.stage() + 1) % stages, kTag);
   }
-  const Tensor out = stage(x);
-  if (stage.is_last()) return out;
-  pp.send(synced_buffer(kernels::contiguous(out)), stage.stage() + 1, kTag);
   return Tensor();
 }
 

@@ -31,11 +31,13 @@ GridGroups GridGroups::make(collectives::Communicator& world, int dp, int pp, in
   return g;
 }
 
-std::shared_ptr<PipelineStage> make_stage(const GPT& full, GridGroups& groups, bool sequence_parallel) {
+std::shared_ptr<PipelineStage> make_stage(const GPT& full, GridGroups& groups, bool sequence_parallel,
+                                          int virtual_stages) {
   const bool split = groups.tp->world_size() > 1 || groups.cp->world_size() > 1;  // ring attention lives in the split blocks
   return std::make_shared<PipelineStage>(full, groups.pp->rank(), groups.pp->world_size(),
                                          split ? groups.tp.get() : nullptr,
-                                         groups.cp->world_size() > 1 ? groups.cp.get() : nullptr, sequence_parallel);
+                                         groups.cp->world_size() > 1 ? groups.cp.get() : nullptr, sequence_parallel,
+                                         virtual_stages);
 }
 
 std::unique_ptr<DataParallel> grid_data_parallel(const std::string& strategy, std::shared_ptr<PipelineStage> stage,

@@ -35,8 +35,10 @@ struct GridGroups {
 
 /// The stage of `full` this rank holds: stage = its pp coordinate, split over its tp group
 /// when tp > 1, on its cp group's share of each sequence when cp > 1.
-/// With sequence_parallel (and tp > 1) the stage keeps T/p positions between its layers.
-std::shared_ptr<PipelineStage> make_stage(const GPT& full, GridGroups& groups, bool sequence_parallel = false);
+/// With sequence_parallel (and tp > 1) the stage keeps T/p positions between its layers; with
+/// virtual_stages V > 1 it holds V model chunks (interleaved 1F1B).
+std::shared_ptr<PipelineStage> make_stage(const GPT& full, GridGroups& groups, bool sequence_parallel = false,
+                                          int virtual_stages = 1);
 
 /// The data-parallel strategy `strategy` (make_data_parallel's names: ddp-naive, ddp, zero1,
 /// zero2, fsdp) over the grid's dp group, around this rank's `stage`. Its optimizer, from

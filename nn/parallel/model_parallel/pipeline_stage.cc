@@ -21,18 +21,21 @@
 namespace ringgrad::nn::parallel {
 
 PipelineStage::PipelineStage(const GPT& full, int stage, int stages, collectives::Communicator* tp,
-                             collectives::Communicator* cp, bool sequence_parallel)
-    : config_(full.config()), stage_(stage), stages_(stages), tp_(tp), cp_(cp),
+                             collectives::Communicator* cp, bool sequence_parallel, int virtual_stages)
+    : config_(full.config()), stage_(stage), stages_(stages), chunks_(virtual_stages), tp_(tp), cp_(cp),
       sequence_parallel_(sequence_parallel && tp != nullptr && tp->world_size() > 1) {
   const std::int64_t layers = config_.n_layer;
-  if (stages < 1 || stage < 0 || stage >= stages || layers % stages != 0)
-    throw std::invalid_argument(fmt::format("PipelineStage {} of {}: n_layer {} does not divide into {} stages", stage,
-                                            stages, layers, stages));
+  if (stages < 1 || stage < 0 || stage >= stages || virtual_stages < 1 || layers % (stages * virtual_stages) != 0)
+    throw std::invalid_argument(
+        virtual_stages == 1
+            ? fmt::format("PipelineStage {} of {}: n_layer {} does not divide into {} stages", stage, stages, layers, stages)
+            : fmt::format("PipelineStage {} of {}: n_layer {} does not divide into {} stages x {} virtual stages = {} "
+                          "model chunks", stage, stages, layers, stages, virtual_stages, stages * virtual_stages));
   if (tp != nullptr && config_.n_head % tp->world_size() != 0)
     throw std::invalid_argument(fmt::format("PipelineStage on rank {}: n_head {} does not divide into {} tensor-parallel "
                                             "ranks", tp->rank(), config_.n_head, tp->world_size()));
   const GPTConfig& c = config_;
-  const std::int64_t per = layers / stages;
+  const std::int64_t per = layers / (stages * virtual_stages);  // blocks per chunk
   if (is_first() || (is_last() && c.tie_weights)) {
     if (tp != nullptr) {
       auto e = std::make_shared<VocabParallelEmbedding>(pad_vocab(full.wte->weight, tp->world_size()), *tp);
@@ -50,12 +53,15 @@ PipelineStage::PipelineStage(const GPT& full, int stage, int stages, collectives
   // program draws next.
   const Generator saved = default_generator();
   if (is_first() && full.wpe) wpe = register_module("wpe", std::make_shared<Embedding>(c.block_size, c.n_embd, c.dtype));
-  for (std::int64_t i = stage * per; i < (stage + 1) * per; ++i) {
-    const Block& block = *full.h[static_cast<std::size_t>(i)];
-    std::shared_ptr<Module> mine;
-    if (tp != nullptr) mine = std::make_shared<TensorParallelBlock>(block, c, *tp, cp);
-    else mine = std::make_shared<Block>(c);
-    h.push_back(register_module("h." + std::to_string(i), mine));
+  for (std::int64_t chunk = 0; chunk < virtual_stages; ++chunk) {
+    const std::int64_t first = (chunk * stages + stage) * per;  // virtual stage chunk S + s
+    for (std::int64_t i = first; i < first + per; ++i) {
+      const Block& block = *full.h[static_cast<std::size_t>(i)];
+      std::shared_ptr<Module> mine;
+      if (tp != nullptr) mine = std::make_shared<TensorParallelBlock>(block, c, *tp, cp);
+      else mine = std::make_shared<Block>(c);
+      h.push_back(register_module("h." + std::to_string(i), mine));
+    }
   }
   if (is_last()) ln_f = register_module("ln_f", std::make_shared<LayerNorm>(c.n_embd, c.bias, 1e-5, c.dtype));
   if (is_last() && !c.tie_weights) {
@@ -86,9 +92,19 @@ void PipelineStage::sum_sequence_parallel_grads() {
   if (sequence_parallel_) all_reduce_grads(replicated_parameters(*this), *tp_, collectives::ReduceOp::SUM);
 }
 
+Tensor PipelineStage::forward_chunk(int chunk, const Tensor& input) {
+  if (chunk < 0 || chunk >= chunks_)
+    throw std::invalid_argument(fmt::format("PipelineStage {}: chunk {} of {}", stage_, chunk, chunks_));
+  chunk_ = chunk;
+  Tensor y = (*this)(input);  // through the stage's forward hooks (a sharded strategy gathers there)
+  chunk_ = 0;
+  return y;
+}
+
 Tensor PipelineStage::forward(const Tensor& input) {
+  const int chunk = chunk_;
   Tensor x = input;
-  if (is_first()) {
+  if (is_first_chunk(chunk)) {
     // Under context parallelism this rank holds positions [r t, (r+1) t) of the sequence; under
     // sequence parallelism, tp rank q the q-th T/p of those after the embedding.
     const std::int64_t t = input.size(1), len = activation_length(t);
@@ -102,8 +118,9 @@ Tensor PipelineStage::forward(const Tensor& input) {
     if (wpe) x = x + (*wpe)(pos);  // none with rotary embeddings: the positions turn q and k instead
     x = dropout(x, config_.dropout, is_training());
   }
-  for (auto& block : h) x = (*block)(x);
-  if (!is_last()) return x;
+  const std::size_t per = h.size() / static_cast<std::size_t>(chunks_), c = static_cast<std::size_t>(chunk);
+  for (std::size_t i = c * per; i < (c + 1) * per; ++i) x = (*h[i])(x);
+  if (!is_last_chunk(chunk)) return x;
   x = (*ln_f)(x);
   if (lm_head) return (*lm_head)(x);  // untied; column-parallel over the vocabulary under TP
   if (tp_ == nullptr) return linear(x, wte_weight_);  // [b, T, V]

@@ -8,6 +8,11 @@
 // the GPT's do, with its rotary embeddings (under context parallelism each position turned by
 // its index in the whole sequence), QK-norm or ReLU^2. Parameter names are the GPT's.
 //
+// With V virtual stages (interleaved 1F1B, Narayanan et al. 2021) the model is cut into S V
+// pieces of L/(S V) blocks and stage s holds V of them, round-robin as Megatron-LM assigns them:
+// its chunk c is virtual stage c S + s. Stage 0 still holds the embeddings (chunk 0 begins the
+// model), stage S-1 ln_f and the head (its chunk V-1 ends it); forward_chunk runs one chunk.
+//
 //   first:  idx [b, T] int64          -> [b, T, C]
 //   middle: [b, T, C]                 -> [b, T, C]
 //   last:   [b, T, C] (or idx if S=1) -> logits [b, T, V] (with TP: this rank's [b, T, V'/p])
@@ -27,10 +32,15 @@ class PipelineStage : public Module {
   /// outlive the stage). With a context-parallel group `cp` (tp must be given then, of any
   /// size) the stage runs on this rank's T/c positions of each sequence: positions offset by
   /// its cp rank, attention by ring attention. Throws std::invalid_argument when n_layer does
-  /// not divide by stages, or what TensorParallelGPT throws, naming the numbers.
+  /// not divide by stages x virtual_stages, or what TensorParallelGPT throws, naming the numbers.
   PipelineStage(const GPT& full, int stage, int stages, collectives::Communicator* tp = nullptr,
-                collectives::Communicator* cp = nullptr, bool sequence_parallel = false);
+                collectives::Communicator* cp = nullptr, bool sequence_parallel = false, int virtual_stages = 1);
+  /// The stage's chunk 0 (its only one unless interleaved); forward_chunk picks another.
   Tensor forward(const Tensor& x) override;
+  /// Chunk c's blocks (virtual stage c S + s), with the embeddings first on chunk 0 of stage 0
+  /// and ln_f and the head last on chunk V-1 of stage S-1; through the forward hooks, as
+  /// operator() runs forward.
+  Tensor forward_chunk(int chunk, const Tensor& x);
   /// The last stage's loss: mean cross-entropy of its output against targets [b, T] (with TP
   /// vocabulary-parallel, from this rank's slice of the logits).
   Tensor loss(const Tensor& logits, const Tensor& targets);
@@ -54,6 +64,11 @@ class PipelineStage : public Module {
   int stages() const { return stages_; }
   bool is_first() const { return stage_ == 0; }
   bool is_last() const { return stage_ == stages_ - 1; }
+  /// V: the model chunks this stage holds (1 unless interleaved).
+  int chunks() const { return chunks_; }
+  /// Whether chunk c begins the model (takes token ids) or ends it (gives logits).
+  bool is_first_chunk(int chunk) const { return is_first() && chunk == 0; }
+  bool is_last_chunk(int chunk) const { return is_last() && chunk == chunks_ - 1; }
   const GPTConfig& config() const { return config_; }
 
   std::shared_ptr<Module> wte;           // first stage (and last, tied): Embedding, or VocabParallelEmbedding
@@ -64,7 +79,8 @@ class PipelineStage : public Module {
 
  private:
   GPTConfig config_;
-  int stage_, stages_;
+  int stage_, stages_, chunks_;
+  int chunk_ = 0;  // the chunk forward() runs: set by forward_chunk for its call
   collectives::Communicator* tp_;
   collectives::Communicator* cp_;
   bool sequence_parallel_;

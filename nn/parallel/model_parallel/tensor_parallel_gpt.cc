@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "autograd/checkpoint.h"
 #include "autograd/linear.h"
 #include "autograd/ops.h"
 #include "autograd/transformer_ops.h"
@@ -86,9 +87,14 @@ TensorParallelAttention::TensorParallelAttention(const CausalSelfAttention& full
       dropout_(config.dropout),
       rotary_(config.rotary),
       qk_norm_(config.qk_norm),
-      context_(context != nullptr && context->world_size() > 1 ? context : nullptr) {
+      context_(context != nullptr && context->world_size() > 1 ? context : nullptr),
+      recompute_(config.recompute == Recompute::Attention) {
   c_attn = register_module("c_attn", std::make_shared<ColumnParallelLinear>(*full.c_attn, group, false, /*parts=*/3));
   c_proj = register_module("c_proj", std::make_shared<RowParallelLinear>(*full.c_proj, group));
+}
+
+Tensor TensorParallelAttention::attention_core(const Tensor& qkv) {
+  return context_ != nullptr ? ring_attention(qkv, heads_here_, *context_) : causal_self_attention(qkv, heads_here_);
 }
 
 Tensor TensorParallelAttention::forward(const Tensor& x) {
@@ -96,7 +102,8 @@ Tensor TensorParallelAttention::forward(const Tensor& x) {
   Tensor qkv = (*c_attn)(x);  // [B, T, 3C/p]: under context parallelism positions [r T, (r+1) T)
   if (qk_norm_) qkv = qk_norm(qkv, heads_here_);
   if (rotary_) qkv = rotary_qk(qkv, heads_here_, context_ != nullptr ? context_->rank() * qkv.size(1) : 0);
-  const Tensor y = context_ != nullptr ? ring_attention(qkv, heads_here_, *context_) : causal_self_attention(qkv, heads_here_);
+  const Tensor y = recompute_ ? checkpoint([this](const std::vector<Tensor>& in) { return attention_core(in[0]); }, {qkv})
+                              : attention_core(qkv);
   return dropout((*c_proj)(y), dropout_, is_training());
 }
 
@@ -111,7 +118,8 @@ Tensor TensorParallelMLP::forward(const Tensor& x) {
 }
 
 TensorParallelBlock::TensorParallelBlock(const Block& full, const GPTConfig& config, collectives::Communicator& group,
-                                         collectives::Communicator* context) {
+                                         collectives::Communicator* context)
+    : recompute_(config.recompute == Recompute::Blocks) {
   ln_1 = register_module("ln_1", copy_of(*full.ln_1, config));
   attn = register_module("attn", std::make_shared<TensorParallelAttention>(*full.attn, config, group, context));
   ln_2 = register_module("ln_2", copy_of(*full.ln_2, config));
@@ -119,6 +127,11 @@ TensorParallelBlock::TensorParallelBlock(const Block& full, const GPTConfig& con
 }
 
 Tensor TensorParallelBlock::forward(const Tensor& x) {
+  if (!recompute_) return residual_branches(x);
+  return checkpoint([this](const std::vector<Tensor>& in) { return residual_branches(in[0]); }, {x});
+}
+
+Tensor TensorParallelBlock::residual_branches(const Tensor& x) {
   const Tensor h = x + (*attn)((*ln_1)(x));
   return h + (*mlp)((*ln_2)(h));
 }

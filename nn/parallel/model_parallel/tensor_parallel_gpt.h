@@ -22,6 +22,10 @@
 // (after the row-parallel layers and the embedding) and an all-gather (before the column-
 // parallel ones and the head). The replicated parameters then see only T/p of the sequence
 // each: all_reduce_replicated_grads() sums their gradients after backward.
+//
+// Activation recomputation (config.recompute, autograd/checkpoint.h) works as on one process:
+// a recomputed block replays its all-reduces (or reduce-scatters and all-gathers) during
+// backward, in the same order on every rank of the group, as Megatron's full recomputation does.
 #pragma once
 
 #include <memory>
@@ -49,10 +53,13 @@ class TensorParallelAttention : public Module {
   std::shared_ptr<RowParallelLinear> c_proj;
 
  private:
+  Tensor attention_core(const Tensor& qkv);
+
   std::int64_t heads_here_;
   double dropout_;
   bool rotary_, qk_norm_;
   collectives::Communicator* context_;
+  bool recompute_;
 };
 
 /// A block's MLP with this rank's 4C/p hidden units. x: [B, T, C] -> [B, T, C] (whole).
@@ -80,6 +87,10 @@ class TensorParallelBlock : public Module {
   std::shared_ptr<LayerNorm> ln_1, ln_2;
   std::shared_ptr<TensorParallelAttention> attn;
   std::shared_ptr<TensorParallelMLP> mlp;
+
+ private:
+  Tensor residual_branches(const Tensor& x);
+  bool recompute_;
 };
 
 /// How a GPT parameter is held by the ranks of a TensorParallelGPT: whole on each (dim -1),
