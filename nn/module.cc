@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 #include <stdexcept>
 
@@ -115,6 +116,12 @@ void Module::load_state_dict(const StateDict& state, bool strict) {
 void Module::train(bool on) {
   training_ = on;
   for (auto& [name, child] : children_) child->train(on);
+}
+
+void Module::remove_module(const std::string& name) {
+  const auto it = std::find_if(children_.begin(), children_.end(), [&](const auto& c) { return c.first == name; });
+  if (it == children_.end()) throw std::invalid_argument(fmt::format("Module::remove_module: no child named {}", name));
+  children_.erase(it);
 }
 
 void Module::zero_grad() {

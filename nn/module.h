@@ -82,6 +82,9 @@ class Module {
     children_.emplace_back(std::move(name), child);
     return child;
   }
+  /// Drops the child registered as `name` with its parameters (expert parallelism keeps only a
+  /// rank's own experts). Throws std::invalid_argument when there is none of that name.
+  void remove_module(const std::string& name);
 
  private:
   void collect(const std::string& prefix, NamedTensors& out, bool buffers) const;

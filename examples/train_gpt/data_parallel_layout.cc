@@ -3,7 +3,8 @@
 // its rows of the global batch, in --accumulation micro-steps whose gradients add up; all but
 // the last run under no_sync(), so the gradients are reduced across ranks once per step.
 // Evaluation runs the model on every rank (FSDP needs every rank in each forward); rank 0
-// samples from a whole copy gathered to it.
+// samples from a whole copy gathered to it. With --ep the experts are sharded over groups of
+// ep ranks (nn/parallel/expert_parallel) and every forward, sampling's too, runs on every rank.
 #include <fmt/format.h>
 
 #include "autograd/grad_mode.h"
@@ -11,6 +12,7 @@
 #include "examples/train_gpt/layout.h"
 #include "examples/train_gpt/optimizer.h"
 #include "nn/parallel/data_parallel/training_state.h"
+#include "nn/parallel/expert_parallel/expert_parallel.h"
 #include "nn/transformer/train_step.h"
 #include "tensor/random.h"
 #include "tensor/view.h"
@@ -28,6 +30,8 @@ class DataParallelLayout final : public Layout {
     model_ = std::make_shared<nn::GPT>(cfg.model);
     model_->to(device);  // before the optimizer is made, so its state is made there too
     dp_ = configure_optimizers(acc, model_, cfg, opt.dist);
+    expert_parallel_ = opt.dist.ep > 1;
+    ep_ = opt.dist.ep;
   }
 
   nn::parallel::DataParallel& dp() override { return *dp_; }
@@ -43,7 +47,7 @@ class DataParallelLayout final : public Layout {
       const std::int64_t first_row = m * micro + acc_.rank() * local_batch_;
       const Tensor x = kernels::contiguous(kernels::narrow(batch.x, 0, first_row, local_batch_)).to(device_);
       const Tensor y = kernels::contiguous(kernels::narrow(batch.y, 0, first_row, local_batch_)).to(device_);
-      const Tensor loss = cross_entropy(dp_->forward(x), y) * (1.0 / static_cast<double>(accumulation_));
+      const Tensor loss = nn::training_loss(*model_, dp_->forward(x), y) * (1.0 / static_cast<double>(accumulation_));
       loss_sum += loss.item<double>();
       if (m + 1 < accumulation_) {
         auto no_sync = dp_->no_sync();
@@ -58,8 +62,17 @@ class DataParallelLayout final : public Layout {
   double loss(const Tensor& x, const Tensor& y) override { return nn::batch_loss(*model_)(x, y); }
 
   // Sharded strategies hold only pieces of the model: the first call gathers a whole copy to
-  // rank 0 (every rank sends its pieces), which alone runs it.
+  // rank 0 (every rank sends its pieces), which alone runs it. With --ep every rank runs the
+  // same ids through its experts (the dispatch is collective) and rank 0 keeps the logits.
   Tensor last_logits(const Tensor& ids) override {
+    if (expert_parallel_) {
+      NoGradGuard no_grad;
+      model_->eval();
+      const Tensor logits = (*model_)(ids.to(device_));
+      model_->train();
+      if (!acc_.is_main_process()) return Tensor();
+      return kernels::to_dtype(kernels::narrow(logits, 1, ids.size(1) - 1, 1), DType::Float32).cpu();
+    }
     if (!gathered_) {
       const nn::StateDict full = nn::parallel::full_state_dict(*dp_);
       gathered_ = true;
@@ -89,7 +102,8 @@ class DataParallelLayout final : public Layout {
 
   std::int64_t parameter_count() const override {
     std::int64_t n = 0;
-    for (const Tensor& p : model_->parameters()) n += p.numel();
+    for (const auto& [name, p] : model_->named_parameters())  // with --ep, each expert is on one rank of ep
+      n += p.numel() * (expert_parallel_ && nn::parallel::is_expert_parameter(name) ? ep_ : 1);
     return n;
   }
 
@@ -101,6 +115,8 @@ class DataParallelLayout final : public Layout {
   std::int64_t accumulation_, local_batch_;
   std::shared_ptr<nn::GPT> model_;
   std::unique_ptr<nn::parallel::DataParallel> dp_;
+  bool expert_parallel_ = false;
+  std::int64_t ep_ = 1;
   bool gathered_ = false;
   std::unique_ptr<nn::GPT> sampler_;  // rank 0's whole copy, once sampling begins
 };

@@ -8,6 +8,7 @@
 #include "nn/muon_adamw.h"
 #include "nn/parallel/data_parallel/sharded_muon.h"
 #include "nn/parallel/model_parallel/tensor_parallel_muon.h"
+#include "nn/parallel/expert_parallel/expert_data_parallel.h"
 #include "nn/transformer/train_step.h"
 
 namespace ringgrad::examples {
@@ -35,6 +36,9 @@ nn::parallel::OptimizerFactory optimizer_factory(const nn::TrainConfig& cfg, con
 std::unique_ptr<nn::parallel::DataParallel> configure_optimizers(nn::parallel::Accelerator& acc,
                                                                  const std::shared_ptr<nn::GPT>& model,
                                                                  const nn::TrainConfig& cfg, const Distributed& dist) {
+  if (dist.ep > 1)  // the experts sharded over groups of ep ranks, with their own reduction
+    return std::make_unique<nn::parallel::ExpertDataParallel>(model, acc.comm(), dist.ep, cfg.weight_decay,
+                                                              optimizer_factory(cfg, dist, acc.comm()));
   nn::parallel::DataParallelOptions options;
   options.bucket_cap_mb = dist.bucket_cap_mb;
   options.overlap = dist.overlap;

@@ -61,6 +61,13 @@ void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
          "Activations recomputed during backward instead of kept: none, blocks (each block keeps only its input) or "
          "attention (the [B, H, T, T] probabilities)")
       ->check(CLI::IsMember(nn::kRecomputeNames));
+  app.add_option(flag("num_experts"), c.model.moe_experts, "Mixture of experts: E expert MLPs per block (0: the dense "
+                 "MLP; Megatron's name)")->check(ringgrad::cli::at_least(0));
+  app.add_option(flag("moe_router_topk"), c.model.moe_top_k, "Experts per token (1 or 2)")->check(CLI::Range(1, 2));
+  app.add_option(flag("moe_expert_capacity_factor"), c.model.moe_capacity_factor,
+                 "Rows per expert: ceil(factor x tokens x topk / E); the rest are dropped")->check(ringgrad::cli::kPositive);
+  app.add_option(flag("moe_aux_loss_coeff"), c.model.moe_aux_loss_coef, "Coefficient of the load-balancing loss "
+                 "E sum_e f_e P_e added to the training loss")->check(ringgrad::cli::kNonNegative);
   app.add_option(flag("batch_size"), c.batch_size,
                  "Global batch: sequences per step over all ranks (each rank takes batch / ranks / accumulation)")
       ->check(ringgrad::cli::at_least(1));
@@ -149,6 +156,36 @@ std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainC
                  dist.accumulation, m, mp.pp);
       return 2;
     }
+  }
+  if (dist.ep > 1) {
+    // Expert parallelism runs over the data-parallel ranks with its own gradient reduction.
+    std::vector<std::string> refused;
+    if (cfg.model.moe_experts == 0 || cfg.model.moe_experts % dist.ep != 0)
+      refused.push_back(fmt::format("--num_experts {} (not divisible into {} expert-parallel ranks)", cfg.model.moe_experts, dist.ep));
+    if (dist.strategy != "ddp" && dist.strategy != "ddp-naive")
+      refused.push_back("--strategy " + dist.strategy + " (the experts reduce over their own group, naively)");
+    if (cfg.optimizer != "adamw") refused.push_back("--optimizer " + cfg.optimizer + " (it shares whole matrices over the ranks)");
+    if (mp.grid()) refused.push_back("--tp/--pp/--cp (the experts are sharded over the data-parallel ranks)");
+    if (opt.placement.device != "cpu")
+      refused.push_back("--device " + opt.placement.device + " (all_to_all_v takes host buffers)");
+    if (!paths.out.empty() || !paths.resume.empty())
+      refused.push_back("--out/--resume (a checkpoint would need every rank's experts gathered)");
+    if (!refused.empty()) {
+      fmt::print(stderr, "train_gpt: {} {} not available with --ep {}\n", fmt::join(refused, ", "),
+                 refused.size() == 1 ? "is" : "are", dist.ep);
+      return 2;
+    }
+  }
+  if (cfg.model.moe_experts > 0 && cfg.model.recompute == nn::Recompute::Blocks) {
+    fmt::print(stderr, "train_gpt: --recompute blocks is not available with --num_experts {} (the load-balancing loss "
+                       "is read from the block's first forward, which a recomputed block runs without a graph); "
+                       "--recompute attention is\n", cfg.model.moe_experts);
+    return 2;
+  }
+  if (cfg.model.moe_experts > 0 && mp.grid()) {
+    fmt::print(stderr, "train_gpt: --num_experts {} is not available with --tp/--pp/--cp (the grid's blocks hold the "
+                       "dense MLP); use --ep over the data-parallel ranks\n", cfg.model.moe_experts);
+    return 2;
   }
   if (mp.tp * mp.pp * mp.cp > 1) {
     // The model's split, checked here so that each rank refuses it before any starts work.
@@ -247,6 +284,9 @@ std::optional<int> parse_options(int argc, char** argv, nn::TrainConfig& cfg, Op
   Distributed& dist = opt.dist;
   app.add_option(flag("strategy"), dist.strategy, "Data parallelism: ddp-naive, ddp, zero1, zero2, fsdp")
       ->check(CLI::IsMember({"ddp-naive", "ddp", "zero1", "zero2", "fsdp"}));
+  app.add_option(flag("ep"), dist.ep, "Expert-parallel ranks: the --num_experts experts sharded over groups of this "
+                 "many data-parallel ranks (tokens sent to their experts with all_to_all_v)")
+      ->check(ringgrad::cli::at_least(1));
   app.add_option(flag("bucket_cap_mb"), dist.bucket_cap_mb, "DDP bucket size in MiB")->check(ringgrad::cli::kPositive);
   app.add_option(flag("overlap"), dist.overlap, "DDP: all-reduce buckets during backward (true) or after it (false)");
   app.add_option(flag("accumulation"), dist.accumulation, "Micro-batches per step (gradient accumulation; on a --tp/--pp/--cp grid, "

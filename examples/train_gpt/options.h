@@ -40,6 +40,7 @@ struct Distributed {
   std::int64_t accumulation = 1;  // micro-batches per step; all but the last under no_sync()
   double time_budget = 0;         // seconds of training; 0: max_iters decides
   bool muon_sharded = true;       // split Muon's orthogonalisations over the ranks (sharded_muon.h)
+  int ep = 1;                     // expert-parallel group size, over the data-parallel ranks
 };
 
 // The model-parallel grid: --tp, --pp or --cp above 1 lay the ranks out as dp x pp x cp x tp,

@@ -7,11 +7,12 @@
 #include "nn/transformer/attention.h"
 #include "nn/transformer/layer_norm.h"
 #include "nn/transformer/mlp.h"
+#include "nn/transformer/moe.h"
 
 namespace ringgrad::nn {
 
-/// x: [B, T, C] -> [B, T, C]. Children ln_1, attn, ln_2, mlp. With config.recompute Blocks,
-/// a training forward keeps only x and replays the block during backward.
+/// x: [B, T, C] -> [B, T, C]. Children ln_1, attn, ln_2, mlp (a MoE with config.moe_experts > 0).
+/// With config.recompute Blocks, a training forward keeps only x and replays the block during backward.
 class Block : public Module {
  public:
   explicit Block(const GPTConfig& config);
@@ -19,7 +20,8 @@ class Block : public Module {
 
   std::shared_ptr<LayerNorm> ln_1, ln_2;
   std::shared_ptr<CausalSelfAttention> attn;
-  std::shared_ptr<MLP> mlp;
+  std::shared_ptr<MLP> mlp;  // null when moe is set
+  std::shared_ptr<MoE> moe;  // registered as "mlp"; null without experts
 
  private:
   Tensor residual_branches(const Tensor& x);

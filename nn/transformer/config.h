@@ -35,6 +35,13 @@ struct GPTConfig {
   bool rotary = false;           // rotary position embeddings on q and k (tensor/rotary.h) instead of wpe
   bool qk_norm = false;          // each head's q and k scaled to unit RMS before attention (tensor/qk_norm.h)
   bool relu_squared = false;     // MLP activation max(x, 0)^2 instead of GELU (So et al. 2021, "Primer")
+  // Mixture of experts (nn/transformer/moe.h): with moe_experts E > 0 every block's MLP is E
+  // expert MLPs behind a top-k router (Megatron's --num_experts, --moe_router_topk,
+  // --moe_expert_capacity_factor, --moe_aux_loss_coeff).
+  std::int64_t moe_experts = 0;
+  std::int64_t moe_top_k = 2;
+  double moe_capacity_factor = 1.25;
+  double moe_aux_loss_coef = 0.01;
   DType dtype = DType::Float32;  // of the parameters (and so the activations); Float64 for exact checks
   Recompute recompute = Recompute::None;  // not in checkpoints: a run may resume with another
 

@@ -62,6 +62,16 @@ Tensor GPT::forward(const Tensor& idx) {
   return lm_head ? (*lm_head)(x) : linear(x, wte->weight);  // [B, T, V]
 }
 
+Tensor GPT::aux_loss() const {
+  Tensor total;
+  for (const auto& block : h) {
+    if (!block->moe) continue;
+    const Tensor a = block->moe->aux_loss() * config_.moe_aux_loss_coef;
+    total = total.defined() ? total + a : a;
+  }
+  return total;
+}
+
 std::int64_t sample_token(const float* logits, std::int64_t v, double temperature, std::int64_t top_k, Generator& gen) {
   // Keep the top_k largest logits: everything below the k-th largest gets probability 0.
   float cutoff = -std::numeric_limits<float>::infinity();

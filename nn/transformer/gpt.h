@@ -37,6 +37,11 @@ class GPT : public Module {
   Tensor generate(const Tensor& idx, std::int64_t max_new_tokens, double temperature, std::int64_t top_k,
                   Generator& gen);
 
+  /// moe_aux_loss_coef times the sum of the MoE layers' load-balancing losses of the last
+  /// forward (nn/transformer/moe.h): what training adds to the cross-entropy. Undefined
+  /// without experts.
+  Tensor aux_loss() const;
+
   const GPTConfig& config() const { return config_; }
   /// Where the parameters are (Module::to moves them all together).
   Device device() const { return wte->weight.device(); }

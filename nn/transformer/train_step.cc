@@ -16,10 +16,16 @@ std::vector<ParamGroup> weight_decay_groups(const Module& model, double weight_d
   return {decay, no_decay};
 }
 
+Tensor training_loss(const GPT& model, const Tensor& logits, const Tensor& y) {
+  const Tensor ce = cross_entropy(logits, y);
+  const Tensor aux = model.aux_loss();
+  return aux.defined() ? ce + aux : ce;
+}
+
 StepResult train_step(GPT& model, AdamW& optimizer, const data::Batch& batch, double lr, double grad_clip) {
   optimizer.zero_grad();
   // The data loaders make CPU batches; the model's device is where the step runs.
-  const Tensor loss = cross_entropy(model(batch.x.to(model.device())), batch.y.to(model.device()));
+  const Tensor loss = training_loss(model, model(batch.x.to(model.device())), batch.y.to(model.device()));
   backward(loss);
   profile::ProfileScope scope(profile::OpKind::Optimizer);
   const double norm = grad_clip > 0 ? clip_grad_norm_(model.parameters(), grad_clip) : 0.0;

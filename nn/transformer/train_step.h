@@ -18,12 +18,17 @@ namespace ringgrad::nn {
 /// wte/wpe tables), 0 for biases and LayerNorm parameters.
 std::vector<ParamGroup> weight_decay_groups(const Module& model, double weight_decay);
 
+/// The training objective of logits [B, T, V] (the model's last forward) against targets
+/// y [B, T]: the cross-entropy plus, with experts, the model's load-balancing loss
+/// (GPT::aux_loss). Evaluation reports the cross-entropy alone.
+Tensor training_loss(const GPT& model, const Tensor& logits, const Tensor& y);
+
 struct StepResult {
   double loss;       // mean cross-entropy of the batch, before the update
   double grad_norm;  // global L2 norm of the gradients, before clipping
 };
 
-/// zero_grad, logits = model(batch.x), loss = cross_entropy(logits, batch.y) (the batch is moved
+/// zero_grad, logits = model(batch.x), loss = training_loss(model, logits, batch.y) (the batch is moved
 /// to the model's device first, when it is not there), backward
 /// (the graph and its activations are freed as it runs), clip_grad_norm_(grad_clip) unless
 /// grad_clip is 0, optimizer.set_lr(lr), optimizer.step().

@@ -46,6 +46,7 @@ expect_usage "--batch-size: 0 is not a whole number >= 1" "$bin/train_mlp" --bat
 expect_usage "--out $dir/no/mlp.safetensors: there is no directory" "$bin/train_mlp" --out "$dir/no/mlp.safetensors"
 expect_usage "--trace $dir/no/t.json: there is no directory" "$bin/train_mlp" --trace "$dir/no/t.json"
 expect_usage "--recompute: layers not in {attention,blocks,none}" "$bin/train_gpt" $quick --recompute layers
+expect_usage "--recompute blocks is not available with --num_experts 4" "$bin/train_gpt" $quick --num_experts 4 --recompute blocks
 expect_usage "--max-iter: did you mean --max_iters?" "$bin/train_gpt" $quick --max-iter 5
 expect_usage "--batch_size: did you mean --batch-size?" "$bin/train_mlp" --batch_size 4
 # Model parallelism without a launcher says how to start its ranks; a split the model cannot take

@@ -14,7 +14,8 @@
 namespace ringgrad::nn::parallel {
 
 DataParallel::DataParallel(std::shared_ptr<Module> model, collectives::Communicator& comm,
-                           std::vector<ParamGroup> groups, const OptimizerFactory& make_optimizer)
+                           std::vector<ParamGroup> groups, const OptimizerFactory& make_optimizer,
+                           const std::function<bool(const std::string& name)>& replicated)
     : model_(std::move(model)), comm_(comm) {
   std::map<const Storage*, std::string> names;
   for (auto& [name, p] : model_->named_parameters()) names.emplace(p.storage().get(), name);
@@ -35,7 +36,8 @@ DataParallel::DataParallel(std::shared_ptr<Module> model, collectives::Communica
   }
   // Every rank starts from rank 0's values, so replicas cannot drift from different seeds.
   auto broadcast = [&](const Tensor& t) { comm_.broadcast(synced_buffer(t), synced_buffer(t), 0); };
-  for (const Tensor& p : params_) broadcast(p);
+  for (std::size_t i = 0; i < params_.size(); ++i)
+    if (!replicated || replicated(param_names_[i])) broadcast(params_[i]);
   for (auto& [name, b] : model_->named_buffers()) broadcast(b);
   optimizer_ = make_optimizer(groups_);
 }

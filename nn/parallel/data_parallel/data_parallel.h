@@ -41,8 +41,11 @@ class DataParallel {
  public:
   /// Wraps `model` (the same on every rank after construction: rank 0's values are broadcast)
   /// and builds the optimizer over `groups` (parameters of `model`) with `make_optimizer`.
+  /// `replicated(name)` false keeps a parameter's own value on each rank instead (expert
+  /// parallelism's experts, different on each rank); empty: every parameter is broadcast.
   DataParallel(std::shared_ptr<Module> model, collectives::Communicator& comm, std::vector<ParamGroup> groups,
-               const OptimizerFactory& make_optimizer);
+               const OptimizerFactory& make_optimizer,
+               const std::function<bool(const std::string& name)>& replicated = {});
   /// Removes the hooks the strategy put on the parameters, and only those.
   virtual ~DataParallel() = default;
   DataParallel(const DataParallel&) = delete;
