@@ -39,9 +39,9 @@ Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head) {
   });
 }
 
-Tensor rotary_qk(const Tensor& qkv, std::int64_t n_head) {
-  return record("rotary", k::rotary(qkv, n_head), {qkv}, [n_head](const Tensor& g) {
-    return std::vector<Tensor>{k::rotary(g, n_head, true)};
+Tensor rotary_qk(const Tensor& qkv, std::int64_t n_head, std::int64_t offset) {
+  return record("rotary", k::rotary(qkv, n_head, false, offset), {qkv}, [n_head, offset](const Tensor& g) {
+    return std::vector<Tensor>{k::rotary(g, n_head, true, offset)};
   });
 }
 

@@ -22,9 +22,10 @@ Tensor layer_norm(const Tensor& x, const Tensor& weight, const Tensor& bias, dou
 Tensor causal_self_attention(const Tensor& qkv, std::int64_t n_head);
 
 /// Rotary position embeddings on the fused projection (tensor/rotary.h): qkv [B, T, 3C] with
-/// q and k rotated by position; backward rotates the gradient back (a rotation's inverse is its
-/// transpose). Throws what kernels::rotary throws.
-Tensor rotary_qk(const Tensor& qkv, std::int64_t n_head);
+/// q and k rotated by position (offset + t: offset where this slice of the sequence starts);
+/// backward rotates the gradient back (a rotation's inverse is its transpose). Throws what
+/// kernels::rotary throws.
+Tensor rotary_qk(const Tensor& qkv, std::int64_t n_head, std::int64_t offset = 0);
 
 /// QK-norm on the fused projection (tensor/qk_norm.h): qkv [B, T, 3C] with each head's q and k
 /// scaled to unit root-mean-square, v unchanged. Throws what kernels::qk_norm throws.

@@ -1,6 +1,7 @@
 // CallRunner: one call, from the argument check to the bytes.
 #include "collectives/call_runner.h"
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -11,6 +12,7 @@
 #include "collectives/backends/device_backend.h"
 #include "collectives/backends/mpi_backend.h"
 #include "collectives/collective_error.h"
+#include "collectives/host_staging.h"
 #include "transport/tag_names.h"
 
 namespace ringgrad::collectives {
@@ -76,9 +78,13 @@ void CallRunner::run_call(Task& task) {
                                                             task.device != kHost, mpi_ != nullptr, counts), heads_));
     }
   }
+  // A group's device buffers go through host memory (host_staging.h): the call becomes a host one.
+  std::optional<HostStaging> staged;
+  if (task.device != kHost && !group_.is_world()) staged.emplace(task, group_.rank, group_.size);
   // Every rank agreed on this call, so all meet here: the first host collective chooses the path.
   if (task.device == kHost && !mpi_ && is_collective(task.kind)) links_->choose_path();
   move_data(task);
+  if (staged) staged->finish();
 }
 
 void CallRunner::refuse_unless_agreed(const Task& task, const std::string& why) const {

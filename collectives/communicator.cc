@@ -116,9 +116,7 @@ Work Communicator::issue(Task&& task, bool blocking) {
   if (task.invalid.empty()) task.algo = algo_choice_.pick(task.kind, task.algo, task.bytes);
   if (task.device != kHost && task.invalid.empty()) {
     int bound = kHost;  // the first device call binds the communicator to its device
-    if (!group_.is_world())
-      task.invalid = "device buffers in a group communicator: groups run host buffers only (yet)";
-    else if (!bound_device_.compare_exchange_strong(bound, task.device) && task.device != bound)
+    if (!bound_device_.compare_exchange_strong(bound, task.device) && task.device != bound)
       task.invalid = fmt::format("buffers are on cuda:{} but this communicator runs on cuda:{} (its first device "
                                  "call's): one communicator per device", task.device, bound);
   }

@@ -12,15 +12,6 @@
 namespace ringgrad::collectives {
 namespace {
 
-// Which buffers rank `rank` uses: the root alone sends in broadcast and scatter, and alone
-// receives in reduce and gather.
-bool uses_send(CollKind k, int rank, int root) {
-  return (k != CollKind::kBroadcast && k != CollKind::kScatter) || rank == root;
-}
-bool uses_recv(CollKind k, int rank, int root) {
-  return (k != CollKind::kReduce && k != CollKind::kGather) || rank == root;
-}
-
 // count elements of `dtype` must be a byte count memory can hold: larger ones would wrap.
 std::string fits_memory(const char* name, std::size_t count, DType dtype) {
   constexpr std::size_t kLargestElement = 8;  // no division on the way of every small call
@@ -47,6 +38,13 @@ std::string overlap(const void* small, std::size_t small_bytes, const void* larg
 }
 
 }  // namespace
+
+bool uses_send(CollKind k, int rank, int root) {
+  return (k != CollKind::kBroadcast && k != CollKind::kScatter) || rank == root;
+}
+bool uses_recv(CollKind k, int rank, int root) {
+  return (k != CollKind::kReduce && k != CollKind::kGather) || rank == root;
+}
 
 int call_device(CollKind kind, const ConstBuffer& send, const Buffer& recv, int root, int rank) {
   return uses_recv(kind, rank, root) ? recv.device : send.device;

@@ -14,6 +14,11 @@ namespace ringgrad::collectives {
 /// Host and device buffers are not mixed in one call; device buffers must be device memory.
 std::string validate(CollKind kind, const ConstBuffer& send, const Buffer& recv, int root, int rank, int world_size);
 
+/// Which buffers rank `rank` uses: the root alone sends in broadcast and scatter, and alone
+/// receives in reduce and gather.
+bool uses_send(CollKind kind, int rank, int root);
+bool uses_recv(CollKind kind, int rank, int root);
+
 /// The buffers of a call that this rank uses live on `device` (kHost: host memory).
 int call_device(CollKind kind, const ConstBuffer& send, const Buffer& recv, int root, int rank);
 

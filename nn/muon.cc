@@ -70,8 +70,11 @@ void Muon::step() {
       const Tensor update = options_.nesterov ? kernels::add(g, kernels::mul(buf, options_.momentum)) : buf;
       const double wd = groups_[gi].weight_decay;
       if (wd != 0) kernels::mul_(p, 1.0 - lr_ * wd);
-      const double scale = std::sqrt(std::max(1.0, static_cast<double>(p.size(0)) / static_cast<double>(p.size(1))));
-      kernels::add_(p, newton_schulz(update, options_.ns_steps), -lr_ * scale);
+      const Tensor matrix = options_.whole ? options_.whole(p, update) : update;
+      const double scale =
+          std::sqrt(std::max(1.0, static_cast<double>(matrix.size(0)) / static_cast<double>(matrix.size(1))));
+      const Tensor orthogonal = newton_schulz(matrix, options_.ns_steps);
+      kernels::add_(p, options_.slice ? options_.slice(p, orthogonal) : orthogonal, -lr_ * scale);
     }
   }
   if (options_.shard_count > 1)

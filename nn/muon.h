@@ -10,7 +10,9 @@
 // For matrices only (the speedrun pairs it with AdamW for embeddings, norms and biases); it
 // needs each whole gradient matrix, so it runs where the full gradient is (one process, DDP),
 // not on ZeRO's flat shards. Under DDP the orthogonalisations can be split over the ranks
-// (MuonOptions::shard_count, nn/parallel/data_parallel/sharded_muon.h).
+// (MuonOptions::shard_count, nn/parallel/data_parallel/sharded_muon.h); under tensor
+// parallelism each update is gathered whole first (MuonOptions::whole,
+// nn/parallel/model_parallel/tensor_parallel_muon.h).
 #pragma once
 
 #include <functional>
@@ -36,6 +38,12 @@ struct MuonOptions {
   // buffer, so the result and the state are those of one process. shard_count 1: no sharing.
   int shard_rank = 0, shard_count = 1;
   std::function<void(Tensor& param, int owner)> share = nullptr;
+  // Under tensor parallelism a rank holds a slice of some matrices, but Newton-Schulz (and the
+  // shape scale) needs the whole one: whole(p, u) returns the whole update of which u is p's
+  // slice, slice(p, o) p's slice of the orthogonalised whole (tensor_parallel_muon.h). Unset:
+  // every matrix is whole here.
+  std::function<Tensor(const Tensor& param, const Tensor& update)> whole = nullptr;
+  std::function<Tensor(const Tensor& param, const Tensor& orthogonal)> slice = nullptr;
 };
 
 class Muon : public Optimizer {

@@ -13,7 +13,7 @@
 
 namespace ringgrad::kernels {
 
-Tensor rotary(const Tensor& qkv, std::int64_t n_head, bool inverse, double base) {
+Tensor rotary(const Tensor& qkv, std::int64_t n_head, bool inverse, std::int64_t offset, double base) {
   if (qkv.dim() != 3 || qkv.size(2) % 3 != 0 || n_head < 1 || (qkv.size(2) / 3) % n_head != 0 ||
       (qkv.size(2) / 3 / n_head) % 2 != 0)
     throw std::invalid_argument(fmt::format("rotary: qkv {} does not split into q, k, v of {} heads of even size",
@@ -23,7 +23,7 @@ Tensor rotary(const Tensor& qkv, std::int64_t n_head, bool inverse, double base)
   std::vector<double> cos_t(static_cast<std::size_t>(t_len * half)), sin_t(cos_t.size());
   for (std::int64_t t = 0; t < t_len; ++t)
     for (std::int64_t i = 0; i < half; ++i) {
-      const double angle = static_cast<double>(t) * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
+      const double angle = static_cast<double>(offset + t) * std::pow(base, -2.0 * static_cast<double>(i) / static_cast<double>(d));
       cos_t[static_cast<std::size_t>(t * half + i)] = std::cos(angle);
       sin_t[static_cast<std::size_t>(t * half + i)] = (inverse ? -1 : 1) * std::sin(angle);
     }

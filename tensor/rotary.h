@@ -11,10 +11,12 @@
 namespace ringgrad::kernels {
 
 /// qkv [B, T, 3C] (the fused projection: q, k, v of n_head heads of C / n_head each) with q
-/// and k rotated by their positions 0 .. T-1, v unchanged; with `inverse` the rotation back
-/// (its transpose: what backward applies to the gradient). float32 or float64 on the CPU.
+/// and k rotated by their positions offset .. offset+T-1 (offset: where this slice of the
+/// sequence starts, as under context parallelism), v unchanged; with `inverse` the rotation
+/// back (its transpose: what backward applies to the gradient). float32 or float64 on the CPU.
 /// Throws std::invalid_argument naming the shape when 3C is not divisible into n_head heads of
 /// even size, std::invalid_argument for a GPU tensor (not built there yet).
-Tensor rotary(const Tensor& qkv, std::int64_t n_head, bool inverse = false, double base = 10000.0);
+Tensor rotary(const Tensor& qkv, std::int64_t n_head, bool inverse = false, std::int64_t offset = 0,
+              double base = 10000.0);
 
 }  // namespace ringgrad::kernels

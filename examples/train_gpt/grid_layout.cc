@@ -6,10 +6,13 @@
 // and dp. Evaluation is one forward of the pipeline with TP's vocabulary-parallel loss on the
 // last stage (grid_loss); sampling draws from the last stage's logits, gathered over tp and cp,
 // on the last stage's first rank, and every rank takes the token it drew. Checkpoints are the
-// one-process format (grid_checkpoint.h).
+// one-process format (grid_checkpoint.h). With --device cuda the stage, its optimizer state and
+// each batch live on the rank's GPU; the groups' exchanges stage device buffers through host
+// memory (collectives/host_staging.h).
 #include <fmt/format.h>
 
 #include "examples/train_gpt/layout.h"
+#include "examples/train_gpt/optimizer.h"
 #include "nn/parallel/grid/grid_checkpoint.h"
 #include "nn/parallel/grid/grid_inference.h"
 #include "nn/parallel/grid/grid_training.h"
@@ -24,8 +27,9 @@ using namespace nn::parallel;
 
 class GridLayout final : public Layout {
  public:
-  GridLayout(Accelerator& acc, const nn::TrainConfig& cfg, const Options& opt, const nn::data::CharDataset& ds)
-      : world_(acc.comm()), cfg_(cfg), vocab_(ds.tokenizer().chars()),
+  GridLayout(Accelerator& acc, const nn::TrainConfig& cfg, const Options& opt, const nn::data::CharDataset& ds,
+             Device device)
+      : world_(acc.comm()), cfg_(cfg), vocab_(ds.tokenizer().chars()), device_(device),
         groups_(GridGroups::make(world_, world_.world_size() / (opt.mp.tp * opt.mp.pp * opt.mp.cp), opt.mp.pp,
                                  opt.mp.tp, opt.mp.cp)),
         micro_batches_(opt.mp.micro_batches * static_cast<int>(opt.dist.accumulation)),
@@ -43,13 +47,13 @@ class GridLayout final : public Layout {
     const nn::GPT whole(cfg.model);
     for (const Tensor& p : whole.parameters()) parameters_ += p.numel();
     stage_ = make_stage(whole, groups_, opt.mp.sp, opt.mp.virtual_stages);
-    auto make_adamw = [&cfg](std::vector<nn::ParamGroup> param_groups) {
-      return std::make_unique<nn::AdamW>(std::move(param_groups), nn::AdamOptions{cfg.lr, cfg.beta1, cfg.beta2, 1e-8});
-    };
+    stage_->to(device);  // before the optimizer is made, so its state is made there too
     DataParallelOptions options;
     options.bucket_cap_mb = opt.dist.bucket_cap_mb;
     options.overlap = opt.dist.overlap;
-    dp_ = grid_data_parallel(opt.dist.strategy, stage_, groups_, cfg.weight_decay, make_adamw, options);
+    // Muon's matrices gathered over tp when the stage holds slices of them.
+    dp_ = grid_data_parallel(opt.dist.strategy, stage_, groups_, optimizer_groups(cfg, *stage_),
+                             optimizer_factory(cfg, opt.dist, *groups_.dp, stage_.get(), groups_.tp.get()), options);
   }
 
   DataParallel& dp() override { return *dp_; }
@@ -69,16 +73,18 @@ class GridLayout final : public Layout {
     if (steps_ == 1 && world_.rank() == 0) print_step_communication();
     if (steps_++ == 0)
       for (auto* g : groups()) g->reset_stats();
-    return grid_step(*dp_, groups_, batch.x, batch.y, micro_batches_, schedule_).loss;
+    return grid_step(*dp_, groups_, batch.x.to(device_), batch.y.to(device_), micro_batches_, schedule_).loss;
   }
 
-  double loss(const Tensor& x, const Tensor& y) override { return grid_loss(*stage_, groups_, x, y); }
+  double loss(const Tensor& x, const Tensor& y) override {
+    return grid_loss(*stage_, groups_, x.to(device_), y.to(device_));
+  }
 
   Tensor last_logits(const Tensor& ids) override {
-    const Tensor logits = grid_logits(*stage_, groups_, ids);  // [1, t, V] on the last stage
+    const Tensor logits = grid_logits(*stage_, groups_, ids.to(device_));  // [1, t, V] on the last stage
     const bool samples = stage_->is_last() && groups_.tp->rank() == 0 && groups_.cp->rank() == 0 && groups_.dp->rank() == 0;
     if (!samples) return Tensor();
-    return kernels::to_dtype(kernels::narrow(logits, 1, ids.size(1) - 1, 1), DType::Float32);
+    return kernels::to_dtype(kernels::narrow(logits, 1, ids.size(1) - 1, 1), DType::Float32).cpu();
   }
 
   void save(const std::string& path, const nn::TrainState& state) override {
@@ -108,6 +114,7 @@ class GridLayout final : public Layout {
   collectives::Communicator& world_;
   const nn::TrainConfig& cfg_;
   std::string vocab_;
+  Device device_;
   GridGroups groups_;
   int micro_batches_;
   PipelineSchedule schedule_;
@@ -120,8 +127,8 @@ class GridLayout final : public Layout {
 }  // namespace
 
 std::unique_ptr<Layout> make_grid_layout(Accelerator& acc, const nn::TrainConfig& cfg, const Options& opt,
-                                         const nn::data::CharDataset& ds) {
-  return std::make_unique<GridLayout>(acc, cfg, opt, ds);
+                                         const nn::data::CharDataset& ds, Device device) {
+  return std::make_unique<GridLayout>(acc, cfg, opt, ds, device);
 }
 
 }  // namespace ringgrad::examples

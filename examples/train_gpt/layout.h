@@ -62,12 +62,12 @@ class Layout {
 std::unique_ptr<Layout> make_data_parallel_layout(nn::parallel::Accelerator& acc, const nn::TrainConfig& cfg,
                                                   const Options& opt, const nn::data::CharDataset& ds, Device device);
 std::unique_ptr<Layout> make_grid_layout(nn::parallel::Accelerator& acc, const nn::TrainConfig& cfg,
-                                         const Options& opt, const nn::data::CharDataset& ds);
+                                         const Options& opt, const nn::data::CharDataset& ds, Device device);
 
-/// The layout opt asks for: a grid with --tp, --pp or --cp, else data parallelism (on `device`).
+/// The layout opt asks for, on `device`: a grid with --tp, --pp or --cp, else data parallelism.
 inline std::unique_ptr<Layout> make_layout(nn::parallel::Accelerator& acc, const nn::TrainConfig& cfg,
                                            const Options& opt, const nn::data::CharDataset& ds, Device device) {
-  if (opt.mp.grid()) return make_grid_layout(acc, cfg, opt, ds);
+  if (opt.mp.grid()) return make_grid_layout(acc, cfg, opt, ds, device);
   return make_data_parallel_layout(acc, cfg, opt, ds, device);
 }
 

@@ -82,7 +82,8 @@ void add_config_flags(CLI::App& app, nn::TrainConfig& c) {
   app.add_option(flag("cooldown_frac"), c.cooldown_frac, "wsd: the last share of lr_decay_iters spent cooling down")
       ->check(ringgrad::cli::kZeroToOne);
   app.add_option(flag("optimizer"), c.optimizer, "adamw, or muon (Muon on the blocks' matrices, AdamW on the rest; "
-                 "--strategy ddp or ddp-naive)")->check(CLI::IsMember({"adamw", "muon"}));
+                 "--strategy ddp or ddp-naive; with --tp each matrix's slices gathered and orthogonalised whole)")
+      ->check(CLI::IsMember({"adamw", "muon"}));
   app.add_option(flag("muon_lr"), c.muon_lr, "Muon's peak learning rate (the schedule scales it as --lr)")
       ->check(ringgrad::cli::kNonNegative);
   app.add_option(flag("muon_momentum"), c.muon_momentum, "Muon's Nesterov momentum")->check(ringgrad::cli::kBelowOne);
@@ -200,12 +201,8 @@ std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainC
     }
     // What the grid's layers cannot do yet, refused by name with the reason.
     std::vector<std::string> refused;
-    if (opt.placement.device != "cpu")
-      refused.push_back("--device " + opt.placement.device + " (the split layers' kernels and exchanges run on the CPU)");
-    if (cfg.model.rotary && mp.cp > 1)
-      refused.push_back("--rotary with --cp (each cp rank's positions start at its offset; the rotation starts at 0)");
-    if (cfg.optimizer != "adamw")
-      refused.push_back("--optimizer " + cfg.optimizer + " (it orthogonalises whole matrices; each rank holds pieces)");
+    if (opt.placement.device != "cpu" && mp.cp > 1)
+      refused.push_back("--device " + opt.placement.device + " with --cp (ring attention runs as CPU loops)");
     if (!refused.empty()) {
       fmt::print(stderr, "train_gpt: {} {} not available with --tp/--pp/--cp\n", fmt::join(refused, ", "),
                  refused.size() == 1 ? "is" : "are");
@@ -307,7 +304,8 @@ std::optional<int> parse_options(int argc, char** argv, nn::TrainConfig& cfg, Op
   app.add_option(flag("top_k"), sampling.top_k, "Sample among the k likeliest characters (0: all)")
       ->check(ringgrad::cli::at_least(0));
   Placement& placement = opt.placement;
-  app.add_option(flag("device"), placement.device, "cpu, cuda (under a launcher: cuda:LOCAL_RANK % GPUs) or cuda:N");
+  app.add_option(flag("device"), placement.device, "cpu, cuda (under a launcher: cuda:LOCAL_RANK % GPUs) or cuda:N "
+                 "(on a --tp/--pp grid the groups stage GPU buffers through host memory; not with --cp)");
   app.add_option(flag("dtype"), placement.dtype, "Matmul precision: fp32, or bf16 (bf16 operands, fp32 accumulation)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
   app.add_option(flag("backend"), placement.backend,

@@ -1,7 +1,7 @@
 // Device collectives against the serial reference: every collective and algorithm, float,
 // half, bfloat16 and int32, in and out of place, world sizes 2-4, backends ringgrad (ranks may
-// share a GPU: CUDA IPC) and nccl (one GPU per rank); a rank killed mid-collective makes the
-// others throw. Without a visible GPU each case says so (WARN) and passes without running.
+// share a GPU: CUDA IPC) and nccl (one GPU per rank); the groups of a split world (their device
+// calls staged through host memory); a rank killed mid-collective makes the others throw. Without a visible GPU each case says so (WARN) and passes without running.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <memory>
 #include <thread>
 #include <vector>
 
@@ -207,6 +208,40 @@ void sweep(Backend backend, int p) {
   }, options));
 }
 
+// The groups of a split world (a grid's tensor- and data-parallel groups: ranks {0, 2} and
+// {1, 3}) on device memory: their calls go through host memory (collectives/host_staging.h)
+// and give the serial reference's results, in and out of place, and so does a batch of a send
+// and a receive inside a group.
+void group_sweep() {
+  if (!gpus_for(Backend::kRinggrad, 4)) return;
+  RunOptions options;
+  options.deadline = std::chrono::seconds(170);
+  require_all_ok(run_ranks(4, [&](const transport::Config& config) {
+    const int device = config.rank % collectives::cuda_device_count();
+    Communicator world(config, options_for(Backend::kRinggrad));
+    const std::unique_ptr<Communicator> group = world.split(world.rank() % 2, world.rank(), "odd-even");
+    Communicator& comm = *group;
+    const int p = comm.world_size();
+    int index = 0;
+    for (CollKind kind : {CollKind::kAllReduce, CollKind::kReduce, CollKind::kBroadcast, CollKind::kAllGather,
+                          CollKind::kReduceScatter})
+      for (DType dtype : {DType::kFloat32, DType::kBFloat16})
+        for (ReduceOp op : {ReduceOp::SUM, ReduceOp::AVG})
+          for (std::size_t count : {std::size_t{0}, std::size_t{7}, std::size_t{300007}})
+            for (bool in_place : {false, true}) {
+              if ((kind == CollKind::kBroadcast || kind == CollKind::kAllGather) && op != ReduceOp::SUM) continue;
+              run_case(comm, Case{kind, Algo::kRing, dtype, op, count, in_place, index++ % p}, device);
+            }
+    auto out = to_device(make_input(comm.rank(), 1000, ReduceOp::SUM, DType::kFloat32), 4000), in = to_device({}, 4000);
+    const int peer = 1 - comm.rank();
+    comm.batch_send_recv({collectives::P2POp::send(Buffer{out.get(), 1000, DType::kFloat32, 1, device}, peer),
+                          collectives::P2POp::recv(Buffer{in.get(), 1000, DType::kFloat32, 1, device}, peer)},
+                         3);
+    check(to_host(in.get(), 4000) == make_input(peer, 1000, ReduceOp::SUM, DType::kFloat32),
+          "send/recv on device memory inside a group");
+  }, options));
+}
+
 void killed_rank(Backend backend) {
   if (!gpus_for(backend, 3)) return;
   RunOptions options;
@@ -243,6 +278,7 @@ void killed_rank(Backend backend) {
 
 void sweep(Backend backend, int p) { static_cast<void>(gpus_for(backend, p)); }
 void killed_rank(Backend backend) { static_cast<void>(gpus_for(backend, 3)); }
+void group_sweep() { static_cast<void>(gpus_for(Backend::kRinggrad, 4)); }
 
 #endif
 
@@ -254,6 +290,9 @@ TEST_CASE("device collectives, backend ringgrad, world size 4", "[collectives][d
 TEST_CASE("device collectives, backend nccl, world size 2", "[collectives][device]") { sweep(Backend::kNccl, 2); }
 TEST_CASE("device collectives, backend nccl, world size 3", "[collectives][device]") { sweep(Backend::kNccl, 3); }
 TEST_CASE("device collectives, backend nccl, world size 4", "[collectives][device]") { sweep(Backend::kNccl, 4); }
+TEST_CASE("device collectives in the groups of a split world of 4 (through host memory)", "[collectives][device]") {
+  group_sweep();
+}
 TEST_CASE("a rank killed during a device all_reduce ends the others with an error, backend ringgrad",
           "[collectives][device]") { killed_rank(Backend::kRinggrad); }
 TEST_CASE("a rank killed during a device all_reduce ends the others with an error, backend nccl",

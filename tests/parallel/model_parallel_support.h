@@ -1,6 +1,6 @@
 // What the model-parallel tests share: a small float64 GPT, random token batches, one process's
 // training step (the reference every layout is held to), a grid's data-parallel strategy with
-// the reference's AdamW, the largest difference of two
+// the reference's AdamW (or Muon + AdamW), the largest difference of two
 // tensors, and the piece of a whole GPT parameter a rank of a tensor-parallel group should
 // hold, written out from docs/model_parallel.md's layout (not taken from the library under test).
 #pragma once
@@ -12,8 +12,11 @@
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "collectives/communicator.h"
+#include "nn/muon_adamw.h"
 #include "nn/optim.h"
+#include "nn/parallel/data_parallel/sharded_muon.h"
 #include "nn/parallel/grid/grid_training.h"
+#include "nn/parallel/model_parallel/tensor_parallel_muon.h"
 #include "nn/transformer/gpt.h"
 #include "tensor/random.h"
 #include "tensor/tensor.h"
@@ -43,9 +46,9 @@ inline std::pair<Tensor, Tensor> random_batch(Generator& gen, std::int64_t rows,
   return {Tensor::from_vector(x, {rows, 8}), Tensor::from_vector(y, {rows, 8})};
 }
 
-/// One process's step on the whole batch: loss, backward, AdamW; returns the loss (the
-/// gradients stay in the model).
-inline double one_process_step(nn::GPT& model, nn::AdamW& optimizer, const Tensor& x, const Tensor& y) {
+/// One process's step on the whole batch: loss, backward, the optimizer's step; returns the loss
+/// (the gradients stay in the model).
+inline double one_process_step(nn::GPT& model, nn::Optimizer& optimizer, const Tensor& x, const Tensor& y) {
   const std::int64_t rows = x.numel(), vocab = model.config().vocab_size;
   const Tensor loss = cross_entropy(reshape(model(x), {rows, vocab}), reshape(y, {rows}));
   model.zero_grad();
@@ -64,6 +67,28 @@ inline std::unique_ptr<nn::parallel::DataParallel> grid_strategy(const std::stri
   return nn::parallel::grid_data_parallel(strategy, std::move(stage), groups, 0.1, [](std::vector<nn::ParamGroup> g) {
     return std::make_unique<nn::AdamW>(std::move(g), kTestAdam);
   });
+}
+
+/// The Muon both sides of the Muon comparisons use (beside kTestAdam on the rest).
+inline const nn::MuonOptions kTestMuon{0.05, 0.9};
+
+/// One process's Muon on the blocks' matrices and AdamW on the rest, weight decay 0.1.
+inline std::unique_ptr<nn::Optimizer> one_process_muon(const nn::GPT& model) {
+  return std::make_unique<nn::MuonWithAdamW>(nn::muon_adamw_groups(model, 0.1), 1, kTestMuon, kTestAdam);
+}
+
+/// `strategy` (ddp or ddp-naive) over the grid's dp group around `stage`, with Muon + AdamW as
+/// one_process_muon's: Muon's work shared over dp, its split matrices gathered over tp.
+inline std::unique_ptr<nn::parallel::DataParallel> grid_muon_strategy(const std::string& strategy,
+                                                                      std::shared_ptr<nn::parallel::PipelineStage> stage,
+                                                                      nn::parallel::GridGroups& groups) {
+  const nn::MuonOptions muon =
+      nn::parallel::split_over(nn::parallel::shard_over(kTestMuon, *groups.dp), *stage, *groups.tp);
+  std::vector<nn::ParamGroup> param_groups = nn::muon_adamw_groups(*stage, 0.1);
+  return nn::parallel::grid_data_parallel(strategy, std::move(stage), groups, std::move(param_groups),
+                                          [muon](std::vector<nn::ParamGroup> g) {
+                                            return std::make_unique<nn::MuonWithAdamW>(std::move(g), 1, muon, kTestAdam);
+                                          });
 }
 
 inline double max_abs_diff(const Tensor& a, const Tensor& b) {

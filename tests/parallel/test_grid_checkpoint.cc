@@ -2,13 +2,16 @@
 // run saved under dp 2 x tp 2 (ZeRO-1's or FSDP's shards inside dp) after 2 AdamW steps resumes
 // on one process, under pp 2 (x dp 2) and under pp 2 x tp 2, with another strategy, with the next
 // step's loss and the parameters after it equal to one process's uninterrupted run (1e-12); the
-// file holds the vocabulary it was given, byte for byte.
+// file holds the vocabulary it was given, byte for byte. With Muon + AdamW (Muon's momentum on the
+// blocks' matrices, AdamW's moments on the rest), saved under dp 2 x tp 2 and pp 2 x tp 2, the
+// same holds.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include <cmath>
 #include <filesystem>
 #include <map>
+#include <tuple>
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
@@ -48,25 +51,35 @@ std::pair<Tensor, Tensor> batch(int i) {
   return ringgrad::test::random_batch(gen, 4, 11);
 }
 
-void save_and_resume(const std::string& saved_by, const std::string& resumed_by) {
+// The strategy `name` around `stage`, with AdamW, or with `muon` Muon + AdamW.
+std::unique_ptr<DataParallel> strategy_of(const std::string& name, std::shared_ptr<PipelineStage> stage, GridGroups& g,
+                                          bool muon) {
+  return muon ? ringgrad::test::grid_muon_strategy(name, std::move(stage), g) : grid_strategy(name, std::move(stage), g);
+}
+
+// Saved after 2 steps under `saved_on` (dp, pp, tp) with the strategy `saved_by`, resumed with `resumed_by`.
+void save_and_resume(const std::string& saved_by, const std::string& resumed_by, bool muon = false,
+                     std::tuple<int, int, int> saved_on = {2, 1, 2}) {
   const std::string path = (std::filesystem::temp_directory_path() / fmt::format("grid_ckpt_{}.safetensors", ::getpid())).string();
   const auto results = run_ranks(4, [&](const transport::Config& cfg) {
     Communicator world(cfg, collectives::CommOptions{});
     // The reference: one process, 3 steps; the loss of step 2 and the parameters after it.
     manual_seed(5);
     GPT one(config());
-    AdamW one_opt(weight_decay_groups(one, kDecay), kAdam);
+    std::unique_ptr<Optimizer> one_opt;
+    if (muon) one_opt = ringgrad::test::one_process_muon(one);
+    else one_opt = std::make_unique<AdamW>(weight_decay_groups(one, kDecay), kAdam);
     double third_loss = 0;
     for (int i = 0; i < 3; ++i) {
       auto [x, y] = batch(i);
-      third_loss = ringgrad::test::one_process_step(one, one_opt, x, y);
+      third_loss = ringgrad::test::one_process_step(one, *one_opt, x, y);
     }
     std::map<std::string, Tensor> after;
     for (auto& [name, t] : one.named_parameters()) after[name] = t;
-    {  // Train 2 steps on dp 2 x tp 2 and save.
-      GridGroups g = GridGroups::make(world, 2, 1, 2);
+    {  // Train 2 steps on the saving layout and save.
+      GridGroups g = GridGroups::make(world, std::get<0>(saved_on), std::get<1>(saved_on), std::get<2>(saved_on));
       manual_seed(5);
-      auto dp = grid_strategy(saved_by, make_stage(GPT(config()), g), g);
+      auto dp = strategy_of(saved_by, make_stage(GPT(config()), g), g, muon);
       for (int i = 0; i < 2; ++i) {
         auto [x, y] = batch(i);
         dp->zero_grad();
@@ -83,7 +96,7 @@ void save_and_resume(const std::string& saved_by, const std::string& resumed_by)
       Communicator& comm = dp * pp * tp == 1 ? *alone : world;
       GridGroups g = GridGroups::make(comm, dp, pp, tp);
       auto stage = make_stage(GPT(config()), g);
-      auto strategy = grid_strategy(resumed_by, stage, g);
+      auto strategy = strategy_of(resumed_by, stage, g, muon);
       const TrainState state = load_grid_checkpoint(path, *strategy, g);
       check(state.iter == 2, fmt::format("rank {}: resumed at iter {}", world.rank(), state.iter));
       auto [x, y] = batch(2);
@@ -100,7 +113,8 @@ void save_and_resume(const std::string& saved_by, const std::string& resumed_by)
     }
   });
   std::filesystem::remove(path);
-  INFO(saved_by + " saved, " + resumed_by + " resumed: " + describe(results));
+  INFO(fmt::format("{} saved on dp {} x pp {} x tp {}, {} resumed{}: {}", saved_by, std::get<0>(saved_on),
+                   std::get<1>(saved_on), std::get<2>(saved_on), resumed_by, muon ? " (Muon)" : "", describe(results)));
   for (const auto& r : results) CHECK(r.ok());
 }
 
@@ -112,4 +126,9 @@ TEST_CASE("grid checkpoint: saved under dp 2 x tp 2 (zero1), resumed on one proc
 
 TEST_CASE("grid checkpoint: saved under dp 2 x tp 2 (fsdp), resumed on one process, dp 2 x pp 2 and pp 2 x tp 2 (ddp)") {
   save_and_resume("fsdp", "ddp");
+}
+
+TEST_CASE("grid checkpoint with Muon: saved under dp 2 x tp 2 and pp 2 x tp 2 (momentum on the blocks' matrices, AdamW's moments on the rest), resumed on one process, dp 2 x pp 2 and pp 2 x tp 2") {
+  save_and_resume("ddp", "ddp", true);
+  save_and_resume("ddp-naive", "ddp", true, {1, 2, 2});
 }

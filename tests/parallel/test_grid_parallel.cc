@@ -7,9 +7,13 @@
 // sequence parallelism, dp 2 x pp 2 under FSDP), the evaluation losses (grid_loss, also of a
 // length the cp split cannot cut) and the last stage's logits (grid_logits) before each step
 // equal one process's too (1e-12), and each step runs 2 micro-batches x 2 accumulation steps;
-// rotary embeddings, QK-norm and ReLU^2 train as one process under tp 2, dp 2 x pp 2 and
-// pp 2 x tp 2 (sp), and QK-norm and ReLU^2 under cp 2 x tp 2, evaluation on (1e-12);
-// a grid that does not cover the world is refused on every rank, naming the numbers.
+// rotary embeddings, QK-norm and ReLU^2 train as one process under tp 2, dp 2 x pp 2,
+// pp 2 x tp 2 (sp), cp 2 and cp 2 x tp 2 (each cp rank's positions turned by their index in
+// the whole sequence), evaluation on (1e-12);
+// Muon + AdamW (Muon's updates of the tp-split matrices gathered and orthogonalised whole, its
+// work shared over dp) trains as one process under tp 2, pp 2, dp 2 x tp 2, dp 2 x pp 2 and
+// cp 2 x tp 2 (sp) (1e-12); a grid that does not cover the world is refused on every rank,
+// naming the numbers.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
@@ -72,6 +76,7 @@ struct Run {
   int accumulation = 1;      // steps of 2 micro-batches each
   bool evaluate = false;     // check_evaluation before each step
   bool rotary = false, qk_norm = false, relu_squared = false;
+  bool muon = false;         // Muon on the blocks' matrices, AdamW on the rest (ddp, ddp-naive)
 };
 
 void grid_equals_one_process(const Run& run) {
@@ -83,13 +88,17 @@ void grid_equals_one_process(const Run& run) {
     GPTConfig model = ringgrad::test::small_gpt(4, 4, 16, 13, run.tied);
     model.rotary = run.rotary, model.qk_norm = run.qk_norm, model.relu_squared = run.relu_squared;
     GPT whole(model);
-    auto mine = ringgrad::test::grid_strategy(run.strategy, make_stage(whole, groups, run.sp, run.virtual_stages), groups);
-    AdamW serial(weight_decay_groups(whole, 0.1), ringgrad::test::kTestAdam);
+    auto stage = make_stage(whole, groups, run.sp, run.virtual_stages);
+    auto mine = run.muon ? ringgrad::test::grid_muon_strategy(run.strategy, stage, groups)
+                         : ringgrad::test::grid_strategy(run.strategy, stage, groups);
+    std::unique_ptr<Optimizer> serial;
+    if (run.muon) serial = ringgrad::test::one_process_muon(whole);
+    else serial = std::make_unique<AdamW>(weight_decay_groups(whole, 0.1), ringgrad::test::kTestAdam);
     Generator gen(31);
     for (int step = 0; step < 3; ++step) {
       if (run.evaluate) check_evaluation(whole, dynamic_cast<PipelineStage&>(mine->module()), groups, gen, world.rank(), step);
       const auto [x, y] = ringgrad::test::random_batch(gen, 8, 13);
-      const double expected_loss = ringgrad::test::one_process_step(whole, serial, x, y);
+      const double expected_loss = ringgrad::test::one_process_step(whole, *serial, x, y);
       mine->zero_grad();
       const double got = grid_step(*mine, groups, x, y, 2 * run.accumulation, run.schedule).loss;  // train_gpt's accumulation
       const double norm = mine->step(1e9);  // a bound never reached: the norm, no clipping
@@ -107,8 +116,8 @@ void grid_equals_one_process(const Run& run) {
       check(d < 1e-12, fmt::format("rank {}: {} differs from one process's by {}", world.rank(), name, d));
     }
   });
-  INFO(fmt::format("dp {} x pp {} x cp {} x tp {}{}, {}, {}{}{}{}{}: {}", dp, pp, cp, tp, run.sp ? " (sp)" : "",
-                   run.tied ? "tied" : "untied", run.strategy, run.evaluate ? ", evaluated" : "",
+  INFO(fmt::format("dp {} x pp {} x cp {} x tp {}{}, {}, {}{}{}{}{}{}: {}", dp, pp, cp, tp, run.sp ? " (sp)" : "",
+                   run.tied ? "tied" : "untied", run.strategy, run.muon ? ", Muon" : "", run.evaluate ? ", evaluated" : "",
                    run.accumulation > 1 ? fmt::format(", {} accumulation steps", run.accumulation) : "",
                    run.rotary ? ", rotary" : "", run.qk_norm || run.relu_squared ? ", QK-norm, ReLU^2" : "", describe(results)));
   for (const auto& r : results) CHECK(r.ok());
@@ -184,12 +193,21 @@ TEST_CASE("grid: evaluation (loss and logits) and accumulation under pp 2 x tp 2
                            .strategy = "fsdp", .accumulation = 2, .evaluate = true});
 }
 
-TEST_CASE("grid: rotary embeddings, QK-norm and ReLU^2 under tp 2, dp 2 x pp 2, pp 2 x tp 2 (sp), and QK-norm and ReLU^2 under cp 2 x tp 2, as one process") {
+TEST_CASE("grid: rotary embeddings, QK-norm and ReLU^2 under tp 2, dp 2 x pp 2, pp 2 x tp 2 (sp), cp 2 and cp 2 x tp 2, as one process") {
   grid_equals_one_process({.tp = 2, .tied = false, .evaluate = true, .rotary = true, .qk_norm = true, .relu_squared = true});
   grid_equals_one_process({.dp = 2, .pp = 2, .evaluate = true, .rotary = true, .qk_norm = true, .relu_squared = true});
   grid_equals_one_process({.pp = 2, .tp = 2, .sp = true, .tied = false, .evaluate = true, .rotary = true,
                            .qk_norm = true, .relu_squared = true});
-  grid_equals_one_process({.tp = 2, .cp = 2, .evaluate = true, .qk_norm = true, .relu_squared = true});
+  grid_equals_one_process({.cp = 2, .evaluate = true, .rotary = true});
+  grid_equals_one_process({.tp = 2, .cp = 2, .evaluate = true, .rotary = true, .qk_norm = true, .relu_squared = true});
+}
+
+TEST_CASE("grid: Muon (each split matrix gathered over tp, orthogonalised whole) under tp 2, pp 2, dp 2 x tp 2, dp 2 x pp 2 and cp 2 x tp 2 (sp), as one process") {
+  grid_equals_one_process({.tp = 2, .tied = false, .muon = true});
+  grid_equals_one_process({.pp = 2, .muon = true});
+  grid_equals_one_process({.dp = 2, .tp = 2, .muon = true});
+  grid_equals_one_process({.dp = 2, .pp = 2, .strategy = "ddp-naive", .muon = true});
+  grid_equals_one_process({.tp = 2, .cp = 2, .sp = true, .tied = false, .muon = true});
 }
 
 TEST_CASE("grid: a layout that does not cover the world is refused on every rank, naming the numbers") {

@@ -239,6 +239,18 @@ TEST_CASE("rotary: each (i, i + d/2) pair of q and k turned by t 10000^(-2i/d), 
   CHECK_THROWS_WITH(kernels::rotary(random_input({1, 2, 18}, 1), 2), Catch::Contains("of 2 heads of even size"));
 }
 
+TEST_CASE("rotary: a slice of the sequence turned from its offset equals those rows of the whole turned from 0") {
+  // What a context-parallel rank does with its positions [offset, offset + 3) of 7; and back.
+  const std::int64_t heads = 2, offset = 4, len = 3;
+  const Tensor qkv = random_input({2, 7, 3 * heads * 4}, 43);
+  Tensor slice = kernels::contiguous(kernels::narrow(qkv.detach(), 1, offset, len));
+  slice.set_requires_grad(true);
+  const Tensor whole = kernels::narrow(kernels::rotary(qkv.detach(), heads), 1, offset, len);
+  CHECK(max_abs_diff(kernels::rotary(slice.detach(), heads, false, offset), whole) == 0);
+  CHECK(max_abs_diff(kernels::rotary(whole, heads, true, offset), slice.detach()) < 1e-14);
+  CHECK(gradcheck([&](const Inputs& in) { return rotary_qk(in[0], heads, offset); }, {slice}) == "");
+}
+
 TEST_CASE("rotary: q_t . k_s after the rotation depends on t - s only") {
   // One head of size 6: a query and a key, placed at positions (4, 1) and again at (6, 3).
   const std::int64_t d = 6, t_len = 8;

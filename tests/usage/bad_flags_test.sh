@@ -4,7 +4,7 @@
 # [0, 1), NaN and infinite rates, output paths that cannot be written, --save_every without
 # --out, a --resume checkpoint or a --data file that is not there; and a run that trains nothing
 # leaves the checkpoint at --out as it was. A mistyped flag gets the closest known one ('-' and '_'
-# alike). --tp/--pp/--cp without a launcher, or with a model they cannot split, are refused once. The numbered examples end a failed rendezvous with one
+# alike). --tp/--pp/--cp without a launcher, or with a model they cannot split, or --device cuda with --cp, are refused once. The numbered examples end a failed rendezvous with one
 # line and status 1, not an abort.
 # Usage: bad_flags_test.sh BIN_DIR
 set -eu
@@ -58,6 +58,8 @@ expect_usage "--tp 3 splits the attention heads: n_head 4 does not divide into 3
 [ "$(grep -c "n_head 4 does not divide" "$dir/out.txt")" -eq 1 ] || fail "the n_head refusal is not said once: $(cat "$dir/out.txt")"
 expect_usage "--pp 2 splits the blocks: n_layer 3 does not divide into 2 pipeline stages" \
   "$bin/ringgrad-run" --nproc-per-node 2 "$bin/train_gpt" $quick --n_layer 3 --pp 2
+expect_usage "--device cuda with --cp (ring attention runs as CPU loops) is not available with --tp/--pp/--cp" \
+  "$bin/ringgrad-run" --nproc-per-node 2 "$bin/train_gpt" $quick --cp 2 --device cuda
 echo "bad flags: exit 2, named"
 
 # A run that trains no step writes nothing over --out (it used to save its iteration-0 model).

@@ -21,29 +21,11 @@ namespace {
 using collectives::Communicator;
 
 // The whole tensor from the tp group's pieces of `mine` (spec: how it is cut), `rows` rows
-// when the vocabulary was padded.
+// when the vocabulary was padded, in host memory (what rank 0 writes; the pieces may be on a GPU).
 Tensor whole_of(const Tensor& mine, const ShardSpec& spec, Communicator& tp, std::int64_t rows) {
-  if (spec.dim < 0 || tp.world_size() == 1) {
-    if (!spec.padded || mine.size(0) == rows) return kernels::clone(mine.detach());
-    return kernels::clone(kernels::narrow(mine.detach(), 0, 0, rows));
-  }
-  const std::int64_t p = tp.world_size();
-  const Tensor piece = kernels::contiguous(mine.detach());
-  Shape all_shape = piece.shape();
-  all_shape.insert(all_shape.begin(), p);
-  Tensor pieces = Tensor::empty(all_shape, piece.dtype(), piece.device());
-  tp.all_gather(synced_buffer(piece), synced_buffer(pieces));
-  // Piece q holds slice q of each part, back to back along spec.dim.
-  Shape shape = piece.shape();
-  const std::int64_t n = piece.size(spec.dim) / spec.parts;
-  shape[static_cast<std::size_t>(spec.dim)] = piece.size(spec.dim) * p;
-  Tensor whole = Tensor::empty(shape, piece.dtype(), piece.device());
-  for (std::int64_t q = 0; q < p; ++q)
-    for (int i = 0; i < spec.parts; ++i)
-      kernels::copy_(kernels::narrow(whole, spec.dim, (i * p + q) * n, n),
-                     kernels::narrow(kernels::squeeze(kernels::narrow(pieces, 0, q, 1), 0), spec.dim, i * n, n));
-  if (spec.padded && whole.size(0) != rows) return kernels::clone(kernels::narrow(whole, 0, 0, rows));
-  return whole;
+  const Tensor whole = gather_shards(mine, spec, tp).cpu();
+  if (!spec.padded || whole.size(0) == rows) return whole;
+  return kernels::clone(kernels::narrow(whole, 0, 0, rows));
 }
 
 // Which stage holds parameter `name` of the whole GPT (the first stage for a tied wte).
@@ -62,9 +44,12 @@ void save_grid_checkpoint(const std::string& path, DataParallel& dp, GridGroups&
   // The stage's whole tensors on dp rank 0 (the strategy gathers its shards over the dp group).
   const StateDict replica = full_state_dict(dp);
   const std::int64_t steps = dp.optimizer().steps();
+  // Every state name the optimizer has; each parameter has those of its group (Muon's momentum on
+  // the blocks' matrices, AdamW's moments on the rest, under --optimizer muon).
   const std::vector<std::string> states = steps > 0 ? dp.optimizer().state_names() : std::vector<std::string>{};
   // Every tp group of replica 0 joins its pieces (the all-gathers are collectives of the group).
-  std::map<std::string, std::vector<Tensor>> whole;  // name -> parameter, then its moments
+  std::map<std::string, std::vector<Tensor>> whole;  // name -> parameter, then the states it has
+  std::map<std::string, std::int64_t> has;           // name -> bit i set when it has states[i]
   if (groups.dp->rank() == 0) {
     for (auto& [name, p] : stage.named_parameters()) {
       if (name == "wte.weight" && stage.tied_copies() && stage.is_last()) continue;  // the first stage's copy is saved
@@ -72,16 +57,25 @@ void save_grid_checkpoint(const std::string& path, DataParallel& dp, GridGroups&
       const std::int64_t rows = spec.padded ? config.vocab_size : 0;
       std::vector<Tensor>& out = whole[name];
       out.push_back(whole_of(replica.at(name), spec, *groups.tp, rows));
-      for (const std::string& s : states) out.push_back(whole_of(replica.at("optimizer." + s + "." + name), spec, *groups.tp, rows));
+      has[name] = 0;
+      for (std::size_t i = 0; i < states.size(); ++i)
+        if (const auto it = replica.find("optimizer." + states[i] + "." + name); it != replica.end()) {
+          out.push_back(whole_of(it->second, spec, *groups.tp, rows));
+          has[name] |= std::int64_t{1} << i;
+        }
     }
   }
-  // Replica 0 of each stage (dp 0, cp 0, tp 0) sends to pp rank 0 of its pipeline: rank 0.
+  // Replica 0 of each stage (dp 0, cp 0, tp 0) sends to pp rank 0 of its pipeline: rank 0; for
+  // each parameter which states it has, then the tensors.
   const bool replica0 = groups.dp->rank() == 0 && groups.cp->rank() == 0 && groups.tp->rank() == 0;
   Communicator& pp = *groups.pp;
+  const collectives::DType i64 = collectives::DType::kInt64;
   if (replica0 && pp.rank() != 0) {
     for (auto& [name, tensors] : stage.named_parameters())
-      if (whole.contains(name))
+      if (whole.contains(name)) {
+        pp.send(collectives::ConstBuffer(&has.at(name), 1, i64), 0);
         for (const Tensor& t : whole.at(name)) pp.send(synced_buffer(t), 0);
+      }
   }
   if (replica0 && pp.rank() == 0) {
     // The whole model's tensors, in the GPT's order, each from the stage that holds it.
@@ -91,10 +85,16 @@ void save_grid_checkpoint(const std::string& path, DataParallel& dp, GridGroups&
     StateDict file;
     for (auto& [name, p] : model.named_parameters()) {
       const int from = owner(name, config, pp.world_size());
+      std::int64_t bits = 0;
+      if (from == 0) bits = has.at(name);
+      else pp.recv(collectives::Buffer(&bits, 1, i64), from);
+      std::size_t k = 0;  // the next of this parameter's tensors
       for (std::size_t i = 0; i <= states.size(); ++i) {
+        if (i > 0 && (bits >> (i - 1) & 1) == 0) continue;
         Tensor t = Tensor::empty(p.shape(), p.dtype());
-        if (from == 0) kernels::copy_(t, whole.at(name)[i]);
+        if (from == 0) kernels::copy_(t, whole.at(name)[k]);
         else pp.recv(synced_buffer(t), from);
+        ++k;
         file.emplace(i == 0 ? name : "optimizer." + states[i - 1] + "." + name, t);
       }
     }
@@ -124,6 +124,7 @@ TrainState load_grid_checkpoint(const std::string& path, DataParallel& dp, GridG
   StateDict piece;
   const Tensor& steps = get("optimizer.steps", {1});
   piece.emplace("optimizer.steps", steps);
+  // Every state the file has for a parameter (the strategy takes those of its group).
   const std::vector<std::string> states =
       steps.item<std::int64_t>() > 0 ? dp.optimizer().state_names() : std::vector<std::string>{};
   const int tp = stage.is_split() ? groups.tp->world_size() : 1;
@@ -135,8 +136,9 @@ TrainState load_grid_checkpoint(const std::string& path, DataParallel& dp, GridG
     if (spec.padded) whole[0] = c.vocab_size;
     piece.emplace(name, shard_of(get(name, whole), spec, groups.tp->rank(), tp));
     for (const std::string& s : states)
-      piece.emplace("optimizer." + s + "." + name,
-                    shard_of(get("optimizer." + s + "." + name, whole), spec, groups.tp->rank(), tp));
+      if (file.tensors.contains("optimizer." + s + "." + name))
+        piece.emplace("optimizer." + s + "." + name,
+                      shard_of(get("optimizer." + s + "." + name, whole), spec, groups.tp->rank(), tp));
   }
   load_full_state_dict(dp, piece);
   return state;

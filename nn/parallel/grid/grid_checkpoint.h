@@ -1,13 +1,14 @@
 // Checkpoints of a grid-trained GPT in train_gpt's format (data_parallel/training_state.h, with
-// nn/transformer/checkpoint.h's metadata): the whole model under the GPT's names, AdamW's
-// moments as "optimizer.<state>.<name>", "optimizer.steps", the config, the vocabulary, the
-// iteration and the generators. So a run saved under any dp x pp x cp x tp layout resumes on one
+// nn/transformer/checkpoint.h's metadata): the whole model under the GPT's names, each
+// parameter's optimizer states as "optimizer.<state>.<name>" (AdamW's moments; under Muon +
+// AdamW, Muon's momentum for the blocks' matrices and AdamW's moments for the rest),
+// "optimizer.steps", the config, the vocabulary, the iteration and the generators. So a run saved under any dp x pp x cp x tp layout resumes on one
 // process or under data parallelism (train_gpt --resume) or on any other layout, and theirs
 // resume on a grid.
 //
 // Saving gathers: the data-parallel strategy completes each stage's tensors on dp rank 0
 // (ZeRO's and FSDP's shards all-gathered), each tensor-parallel group of replica 0 all-gathers
-// its pieces of every parameter and of its moments (re-joining the per-part slices, dropping the
+// its pieces of every parameter and of its states (re-joining the per-part slices, dropping the
 // vocabulary's padding), and every stage's tp rank 0 (data- and context-parallel replica 0)
 // sends its whole tensors to rank 0, which writes the file. Loading cuts: every rank reads the
 // whole file, keeps its tensor-parallel piece and hands it to the strategy, which keeps its shard.

@@ -39,7 +39,8 @@ Tensor pipeline_forward(PipelineStage& stage, Communicator& pp, const Tensor& id
   Tensor x = ids;
   for (int chunk = 0; chunk < stage.chunks(); ++chunk) {
     if (!stage.is_first_chunk(chunk)) {
-      x = Tensor::empty({ids.size(0), stage.activation_length(ids.size(1)), stage.config().n_embd}, stage.config().dtype);
+      x = Tensor::empty({ids.size(0), stage.activation_length(ids.size(1)), stage.config().n_embd}, stage.config().dtype,
+                        ids.device());
       pp.recv(synced_buffer(x), (stage.stage() + stages - 1) % stages, kTag);
     }
     const Tensor out = stage.forward_chunk(chunk, x);
@@ -95,7 +96,7 @@ Tensor grid_logits(PipelineStage& stage, GridGroups& groups, const Tensor& idx) 
   const std::int64_t padded = (t + multiple - 1) / multiple * multiple, cp = groups.cp->world_size();
   Tensor ids = idx;
   if (padded > t) {
-    ids = Tensor::zeros({b, padded}, DType::Int64);
+    ids = Tensor::zeros({b, padded}, DType::Int64, idx.device());
     kernels::copy_(kernels::narrow(ids, 1, 0, t), idx);
   }
   const std::int64_t local = padded / cp;

@@ -43,8 +43,14 @@ std::shared_ptr<PipelineStage> make_stage(const GPT& full, GridGroups& groups, b
 std::unique_ptr<DataParallel> grid_data_parallel(const std::string& strategy, std::shared_ptr<PipelineStage> stage,
                                                  GridGroups& groups, double weight_decay,
                                                  const OptimizerFactory& make_optimizer, DataParallelOptions options) {
-  if (strategy == "fsdp" && options.fsdp_units.empty()) options.fsdp_units = stage->h;
   std::vector<ParamGroup> param_groups = weight_decay_groups(*stage, weight_decay);
+  return grid_data_parallel(strategy, std::move(stage), groups, std::move(param_groups), make_optimizer, options);
+}
+
+std::unique_ptr<DataParallel> grid_data_parallel(const std::string& strategy, std::shared_ptr<PipelineStage> stage,
+                                                 GridGroups& groups, std::vector<ParamGroup> param_groups,
+                                                 const OptimizerFactory& make_optimizer, DataParallelOptions options) {
+  if (strategy == "fsdp" && options.fsdp_units.empty()) options.fsdp_units = stage->h;
   const bool tp_replica = stage->is_split() && groups.tp->rank() != 0;
   const bool wte_copy = stage->tied_copies() && stage->is_last();
   auto dp = make_data_parallel(strategy, std::move(stage), *groups.dp, std::move(param_groups), make_optimizer, options);

@@ -51,6 +51,11 @@ std::unique_ptr<DataParallel> grid_data_parallel(const std::string& strategy, st
                                                  GridGroups& groups, double weight_decay,
                                                  const OptimizerFactory& make_optimizer,
                                                  DataParallelOptions options = {});
+/// The same with the optimizer's groups given (the stage's parameters, e.g. muon_adamw_groups).
+std::unique_ptr<DataParallel> grid_data_parallel(const std::string& strategy, std::shared_ptr<PipelineStage> stage,
+                                                 GridGroups& groups, std::vector<ParamGroup> param_groups,
+                                                 const OptimizerFactory& make_optimizer,
+                                                 DataParallelOptions options = {});
 
 /// One step's forward and backward on the global batch idx/targets [B, T] (the same on every
 /// rank), for the stage `dp` wraps: replica d takes rows [d B/dp, (d+1) B/dp) and cp rank k

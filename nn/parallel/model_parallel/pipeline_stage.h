@@ -5,8 +5,8 @@
 // (Megatron's embedding group), which keeps the two copies equal; an untied lm_head lives on the
 // last stage alone. Given a tensor-parallel group, the stage's blocks, embedding and head are
 // split over it as in TensorParallelGPT (pipeline x tensor parallelism). The blocks compute what
-// the GPT's do, with its rotary embeddings, QK-norm or ReLU^2 (rotary not under context
-// parallelism). Parameter names are the GPT's.
+// the GPT's do, with its rotary embeddings (under context parallelism each position turned by
+// its index in the whole sequence), QK-norm or ReLU^2. Parameter names are the GPT's.
 //
 // With V virtual stages (interleaved 1F1B, Narayanan et al. 2021) the model is cut into S V
 // pieces of L/(S V) blocks and stage s holds V of them, round-robin as Megatron-LM assigns them:

@@ -39,6 +39,7 @@ StageStep::StageStep(PipelineStage& stage, collectives::Communicator& group, con
   mb_ = idx.size(0) / micro_batches;
   activation_shape_ = {mb_, stage.activation_length(idx.size(1)), c.n_embd};
   dtype_ = c.dtype;
+  device_ = idx.device();  // the stage's: activations arrive where it computes
 }
 
 Tensor StageStep::forward(int m, const Tensor& input, int chunk) {
@@ -88,7 +89,7 @@ void StageStep::weight() {
 
 Tensor StageStep::first_input(int m) const { return kernels::contiguous(kernels::narrow(idx_, 0, m * mb_, mb_)); }
 
-Tensor StageStep::received_activation() const { return Tensor::empty(activation_shape_, dtype_); }
+Tensor StageStep::received_activation() const { return Tensor::empty(activation_shape_, dtype_, device_); }
 
 Tensor StageStep::recv_forward(int m) {
   if (stage_.is_first()) return first_input(m);

@@ -81,6 +81,7 @@ class StageStep {
   std::int64_t mb_;
   Shape activation_shape_;
   DType dtype_;
+  Device device_;
   std::vector<std::deque<InFlight>> live_;  // per chunk, oldest first
   std::deque<WeightPass> weight_passes_;
   std::size_t held_ = 0;  // micro-batch-chunks whose activations are held (forward done, last pass not)

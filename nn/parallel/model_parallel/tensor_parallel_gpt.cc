@@ -14,6 +14,7 @@
 #include "nn/parallel/model_parallel/grad_reduce.h"
 #include "nn/parallel/model_parallel/ring_attention.h"
 #include "nn/parallel/model_parallel/tensor_parallel_ops.h"
+#include "nn/parallel/tensor_buffer.h"
 #include "tensor/view.h"
 
 namespace ringgrad::nn::parallel {
@@ -60,6 +61,26 @@ Tensor shard_of(const Tensor& whole, const ShardSpec& spec, int rank, int p) {
   return shard_along(spec.padded ? pad_vocab(whole, p) : whole.detach(), spec.dim, rank, p, spec.parts);
 }
 
+Tensor gather_shards(const Tensor& piece, const ShardSpec& spec, collectives::Communicator& group) {
+  const Tensor mine = kernels::contiguous(piece.detach());
+  const std::int64_t p = group.world_size();
+  if (spec.dim < 0 || p == 1) return kernels::clone(mine);
+  Shape all_shape = mine.shape();
+  all_shape.insert(all_shape.begin(), p);
+  Tensor pieces = Tensor::empty(all_shape, mine.dtype(), mine.device());
+  group.all_gather(synced_buffer(mine), synced_buffer(pieces));
+  // Piece q holds slice q of each part, back to back along spec.dim.
+  Shape shape = mine.shape();
+  const std::int64_t n = mine.size(spec.dim) / spec.parts;
+  shape[static_cast<std::size_t>(spec.dim)] = mine.size(spec.dim) * p;
+  Tensor whole = Tensor::empty(shape, mine.dtype(), mine.device());
+  for (std::int64_t q = 0; q < p; ++q)
+    for (int i = 0; i < spec.parts; ++i)
+      kernels::copy_(kernels::narrow(whole, spec.dim, (i * p + q) * n, n),
+                     kernels::narrow(kernels::squeeze(kernels::narrow(pieces, 0, q, 1), 0), spec.dim, i * n, n));
+  return whole;
+}
+
 TensorParallelAttention::TensorParallelAttention(const CausalSelfAttention& full, const GPTConfig& config,
                                                  collectives::Communicator& group, collectives::Communicator* context)
     : heads_here_(config.n_head / group.world_size()),
@@ -68,10 +89,6 @@ TensorParallelAttention::TensorParallelAttention(const CausalSelfAttention& full
       qk_norm_(config.qk_norm),
       context_(context != nullptr && context->world_size() > 1 ? context : nullptr),
       recompute_(config.recompute == Recompute::Attention) {
-  if (rotary_ && context_ != nullptr)
-    throw std::invalid_argument(fmt::format("rank {}: rotary embeddings under context parallelism (cp {}) are not built "
-                                            "yet (each cp rank's positions start at its offset)", group.rank(),
-                                            context_->world_size()));
   c_attn = register_module("c_attn", std::make_shared<ColumnParallelLinear>(*full.c_attn, group, false, /*parts=*/3));
   c_proj = register_module("c_proj", std::make_shared<RowParallelLinear>(*full.c_proj, group));
 }
@@ -82,9 +99,9 @@ Tensor TensorParallelAttention::attention_core(const Tensor& qkv) {
 
 Tensor TensorParallelAttention::forward(const Tensor& x) {
   // This rank's q, k and v of its H/p heads: QK-norm and rotary act per head, as on one process.
-  Tensor qkv = (*c_attn)(x);  // [B, T, 3C/p]
+  Tensor qkv = (*c_attn)(x);  // [B, T, 3C/p]: under context parallelism positions [r T, (r+1) T)
   if (qk_norm_) qkv = qk_norm(qkv, heads_here_);
-  if (rotary_) qkv = rotary_qk(qkv, heads_here_);
+  if (rotary_) qkv = rotary_qk(qkv, heads_here_, context_ != nullptr ? context_->rank() * qkv.size(1) : 0);
   const Tensor y = recompute_ ? checkpoint([this](const std::vector<Tensor>& in) { return attention_core(in[0]); }, {qkv})
                               : attention_core(qkv);
   return dropout((*c_proj)(y), dropout_, is_training());

@@ -41,8 +41,8 @@ namespace ringgrad::nn::parallel {
 
 /// A block's attention with this rank's H/p heads. x: [B, T, C] -> [B, T, C] (whole). Given a
 /// context-parallel group of more than one rank, x holds this rank's T/c positions and the
-/// heads attend over the whole sequence by ring attention (ring_attention.h). Throws
-/// std::invalid_argument for rotary embeddings with such a group (not built for it yet).
+/// heads attend over the whole sequence by ring attention (ring_attention.h); rotary
+/// embeddings turn those positions by their index in the whole sequence (r T/c onwards).
 class TensorParallelAttention : public Module {
  public:
   TensorParallelAttention(const CausalSelfAttention& full, const GPTConfig& config, collectives::Communicator& group,
@@ -107,6 +107,9 @@ ShardSpec shard_spec(std::string_view name);
 std::vector<Tensor> replicated_parameters(const Module& model);
 /// Rank `rank`'s piece of the whole parameter `whole` under `spec`, for a group of `p`.
 Tensor shard_of(const Tensor& whole, const ShardSpec& spec, int rank, int p);
+/// Collective of `group`: the whole tensor whose piece under `spec` this rank holds in `piece`
+/// (shard_of's inverse, all-gathered; wte's padding rows kept); a copy when it is not cut.
+Tensor gather_shards(const Tensor& piece, const ShardSpec& spec, collectives::Communicator& group);
 
 class TensorParallelGPT : public Module {
  public:
