@@ -4,6 +4,7 @@
 // sets the poll.
 #include <catch2/catch.hpp>
 
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <time.h>
 
@@ -35,12 +36,21 @@ using ringgrad::transport::detail::Op;
 struct Received {
   std::string error;                     // "" if the receive succeeded
   std::chrono::milliseconds cpu{0};      // the receiving thread's CPU time: polling spends it
+  long sleeps = 0;                       // times the receiving thread gave up its CPU to wait
 };
 
 std::chrono::milliseconds thread_cpu() {
   timespec t{};
   ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
   return std::chrono::milliseconds(t.tv_sec * 1000 + t.tv_nsec / 1000000);
+}
+
+// Voluntary context switches of the calling thread: a thread that blocks in recvmsg adds one;
+// a polling thread adds none, however often a loaded machine preempts it (those are involuntary).
+long thread_sleeps() {
+  rusage u{};
+  ::getrusage(RUSAGE_THREAD, &u);
+  return u.ru_nvcsw;
 }
 
 // A connected pair whose receiver polls for `poll`; the sender sends `bytes` after `delay`, or
@@ -63,12 +73,14 @@ Received receive_after(std::chrono::microseconds poll, std::chrono::milliseconds
   Op recv = ringgrad::test::channel_op(Direction::recv, in, 5);
   Received r;
   const auto cpu0 = thread_cpu();
+  const long sleeps0 = thread_sleeps();
   try {
     receiver->channel(Direction::recv).run(recv);
   } catch (const TransportError& e) {
     r.error = e.what();
   }
   r.cpu = thread_cpu() - cpu0;
+  r.sleeps = thread_sleeps() - sleeps0;
   peer.join();
   if (r.error.empty()) CHECK(in == out);
   sender->close();
@@ -78,22 +90,27 @@ Received receive_after(std::chrono::microseconds poll, std::chrono::milliseconds
 
 }  // namespace
 
-// CPU time tells polling from sleeping: a thread asleep in recvmsg spends none. The bounds are
-// loose, since on a loaded machine a polling thread may get half a CPU.
+// A polling thread never gives up its CPU to wait; a sleeping one does, and spends little CPU.
+// Only upper bounds are put on CPU time: a loaded machine may give a polling thread a sliver of a
+// CPU, so a lower bound would test the machine's load, not the poll.
 TEST_CASE("a small receive polls, then sleeps, and gets its message either way", "[transport]") {
   Received r = receive_after(200ms, 1ms, 8);  // arrives while it polls
   CHECK(r.error.empty());
-  r = receive_after(200ms, 100ms, 16 << 10);  // the largest size that polls: it spends the wait on the CPU
+  CHECK(r.sleeps == 0);
+  r = receive_after(200ms, 100ms, 16 << 10);  // the largest size that polls: it waits on the CPU
   CHECK(r.error.empty());
-  CHECK(r.cpu >= 30ms);
+  CHECK(r.sleeps == 0);
   r = receive_after(200ms, 100ms, (16 << 10) + 1);  // a larger one sleeps at once
   CHECK(r.error.empty());
+  CHECK(r.sleeps >= 1);
   CHECK(r.cpu < 20ms);
   r = receive_after(20ms, 300ms, 8);  // the poll ends long before the message: it sleeps, then wakes for it
   CHECK(r.error.empty());
+  CHECK(r.sleeps >= 1);
   CHECK(r.cpu < 150ms);
   r = receive_after(0us, 100ms, 8);  // no poll: it sleeps at once
   CHECK(r.error.empty());
+  CHECK(r.sleeps >= 1);
   CHECK(r.cpu < 20ms);
 }
 
