@@ -93,6 +93,8 @@ def train(rank, args):
     c = json.loads(args.config_json)
     if c["dropout"] != 0:
         raise SystemExit("torch_contest.py: the contest runs without dropout")
+    if c.get("num_experts", 0) > 0:  # absent from configs printed before train_gpt had experts
+        raise SystemExit("torch_contest.py: the dense MLP only (the config asks for num_experts {})".format(c["num_experts"]))
     text = open(args.data, encoding="utf-8").read()
     chars = sorted(set(text))  # ids in the order of the sorted characters, as train_gpt numbers them
     stoi = {ch: i for i, ch in enumerate(chars)}

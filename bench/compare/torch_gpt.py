@@ -156,6 +156,8 @@ def train(rank, args):
     c = {**BABY, **(json.loads(args.config_json) if args.config_json else {})}
     if c["optimizer"] != "adamw":
         raise SystemExit("torch_gpt.py: AdamW only (torch_contest.py has Muon)")
+    if c.get("num_experts", 0) > 0:  # absent from configs printed before train_gpt had experts
+        raise SystemExit("torch_gpt.py: the dense MLP only (the config asks for num_experts {})".format(c["num_experts"]))
     device = torch.device(args.device)
     seed = c["seed"] if args.seed is None else args.seed
     rows = args.batch_size or c["batch_size"] // args.world_size

@@ -25,6 +25,16 @@ std::string resume_path(const Paths& paths) {
   return std::ifstream(paths.out).good() ? paths.out : "";
 }
 
+void resume_moe_config(nn::GPTConfig& model, const Paths& paths, const std::function<bool(const std::string&)>& given) {
+  const std::string resume = resume_path(paths);
+  if (resume.empty()) return;
+  const nn::GPTConfig saved = nn::checkpoint_config(resume);
+  if (!given("--num_experts")) model.moe_experts = saved.moe_experts;
+  if (!given("--moe_router_topk")) model.moe_top_k = saved.moe_top_k;
+  if (!given("--moe_expert_capacity_factor")) model.moe_capacity_factor = saved.moe_capacity_factor;
+  if (!given("--moe_aux_loss_coeff")) model.moe_aux_loss_coef = saved.moe_aux_loss_coef;
+}
+
 nn::TrainState start_or_resume(nn::parallel::Accelerator& acc, Layout& layout,
                                const nn::TrainConfig& cfg, const nn::data::CharDataset& ds, const Options& opt,
                                const std::string& resume) {

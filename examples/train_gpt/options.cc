@@ -15,6 +15,7 @@
 #include "cli/numbers.h"
 #include "cli/parse.h"
 #include "cli/paths.h"
+#include "examples/train_gpt/checkpointing.h"
 #include "transport/config.h"
 #include "transport/error.h"
 
@@ -168,8 +169,6 @@ std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainC
     if (mp.grid()) refused.push_back("--tp/--pp/--cp (the experts are sharded over the data-parallel ranks)");
     if (opt.placement.device != "cpu")
       refused.push_back("--device " + opt.placement.device + " (all_to_all_v takes host buffers)");
-    if (!paths.out.empty() || !paths.resume.empty())
-      refused.push_back("--out/--resume (a checkpoint would need every rank's experts gathered)");
     if (!refused.empty()) {
       fmt::print(stderr, "train_gpt: {} {} not available with --ep {}\n", fmt::join(refused, ", "),
                  refused.size() == 1 ? "is" : "are", dist.ep);
@@ -341,6 +340,15 @@ std::optional<int> parse_options(int argc, char** argv, nn::TrainConfig& cfg, Op
       fmt::print(stderr, "train_gpt: {}\n", e.what());
       return 2;
     }
+  }
+  try {  // before the checks below, which read the experts' config
+    resume_moe_config(cfg.model, paths, [&](const std::string& flag) { return app.count(flag) > 0; });
+  } catch (const std::invalid_argument& e) {  // a --resume that is not there
+    fmt::print(stderr, "train_gpt: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {  // an unreadable checkpoint
+    fmt::print(stderr, "train_gpt: {}\n", e.what());
+    return 1;
   }
   if (const auto status = refuse_grid_without_ranks(mp, argc, argv)) return status;
   if (const auto status = refuse_bad_combinations(app, cfg, opt)) return status;

@@ -29,7 +29,9 @@ std::string name_of(const Tensor& p, const GPT& model) {
 nlohmann::json config_json(const GPTConfig& c) {
   return {{"n_layer", c.n_layer}, {"n_head", c.n_head}, {"n_embd", c.n_embd}, {"block_size", c.block_size},
           {"vocab_size", c.vocab_size}, {"dropout", c.dropout}, {"bias", c.bias}, {"tie_weights", c.tie_weights},
-          {"rotary", c.rotary}, {"qk_norm", c.qk_norm}, {"relu_squared", c.relu_squared}, {"dtype", dtype_name(c.dtype)}};
+          {"rotary", c.rotary}, {"qk_norm", c.qk_norm}, {"relu_squared", c.relu_squared}, {"dtype", dtype_name(c.dtype)},
+          {"num_experts", c.moe_experts}, {"moe_router_topk", c.moe_top_k},
+          {"moe_expert_capacity_factor", c.moe_capacity_factor}, {"moe_aux_loss_coeff", c.moe_aux_loss_coef}};
 }
 
 std::string generator_text(const Generator& g) { return fmt::format("{} {}", g.seed(), g.offset()); }
@@ -165,6 +167,10 @@ GPTConfig checkpoint_config(const std::string& path) {
   c.bias = j.at("bias"), c.tie_weights = j.at("tie_weights");
   // Absent in checkpoints from before these options: off.
   c.rotary = j.value("rotary", false), c.qk_norm = j.value("qk_norm", false), c.relu_squared = j.value("relu_squared", false);
+  // Mixture of experts, under train_gpt's flag names; absent in dense checkpoints from before them.
+  c.moe_experts = j.value("num_experts", std::int64_t{0}), c.moe_top_k = j.value("moe_router_topk", c.moe_top_k);
+  c.moe_capacity_factor = j.value("moe_expert_capacity_factor", c.moe_capacity_factor);
+  c.moe_aux_loss_coef = j.value("moe_aux_loss_coeff", c.moe_aux_loss_coef);
   // Checkpoints from before the parameters' dtype was recorded are float32.
   if (j.contains("dtype") && j.at("dtype") == dtype_name(DType::Float64)) c.dtype = DType::Float64;
   return c;

@@ -40,7 +40,9 @@ std::string train_config_json(const TrainConfig& c) {
   const nlohmann::json j = {
       {"n_layer", m.n_layer}, {"n_head", m.n_head}, {"n_embd", m.n_embd}, {"block_size", m.block_size},
       {"dropout", m.dropout}, {"bias", m.bias}, {"tie_weights", m.tie_weights}, {"rotary", m.rotary},
-      {"qk_norm", m.qk_norm}, {"relu_squared", m.relu_squared}, {"batch_size", c.batch_size},
+      {"qk_norm", m.qk_norm}, {"relu_squared", m.relu_squared}, {"num_experts", m.moe_experts},
+      {"moe_router_topk", m.moe_top_k}, {"moe_expert_capacity_factor", m.moe_capacity_factor},
+      {"moe_aux_loss_coeff", m.moe_aux_loss_coef}, {"batch_size", c.batch_size},
       {"max_iters", c.max_iters}, {"lr", c.lr}, {"min_lr", c.min_lr}, {"warmup_iters", c.warmup_iters},
       {"lr_decay_iters", c.lr_decay_iters}, {"lr_schedule", c.lr_schedule}, {"cooldown_frac", c.cooldown_frac},
       {"optimizer", c.optimizer}, {"muon_lr", c.muon_lr}, {"muon_momentum", c.muon_momentum}, {"beta1", c.beta1},

@@ -4,19 +4,25 @@
 // and a capacity that drops tokens, trained 3 AdamW steps under EP = 2 and EP = 2 x DP = 2, has
 // the loss and every parameter of one process that runs the same global batch as one
 // micro-batch per rank (capacity and the auxiliary loss are per forward call, moe.h).
-// Tolerance 1e-10 absolute (the sums run in another order). Bad sizes are refused on every rank.
+// Tolerance 1e-10 absolute (the sums run in another order). Under both, the gathered checkpoint
+// is one process's, and one process's loads back. Bad sizes are refused on every rank.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
 
 #include <cmath>
+#include <filesystem>
 #include <map>
 #include <stdexcept>
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
 #include "collectives/communicator.h"
+#include "nn/parallel/data_parallel/training_state.h"
+#include "nn/parallel/expert_parallel/expert_data_parallel.h"
 #include "nn/parallel/expert_parallel/expert_parallel.h"
+#include "nn/safetensors.h"
 #include "nn/parallel/tensor_buffer.h"
+#include "nn/transformer/checkpoint.h"
 #include "nn/transformer/moe.h"
 #include "nn/transformer/train_step.h"
 #include "support/gradcheck.h"
@@ -112,6 +118,68 @@ void expert_parallel_equals_one_process(int world_size, int ep) {
   for (const auto& r : results) CHECK(r.ok());
 }
 
+// A checkpoint under EP: 2 AdamW steps of ExpertDataParallel, then full_state_dict on rank 0
+// holds exactly one process's checkpoint (nn::save_checkpoint of the same training: every
+// expert, its moments, under one process's names) plus the step count; loading that one-process
+// checkpoint into a fresh, differently seeded ExpertDataParallel gives every rank its experts.
+void expert_checkpoint_is_one_process(int world_size, int ep) {
+  const auto results = run_ranks(world_size, [ep](const transport::Config& config) {
+    Communicator world(config, collectives::CommOptions{});
+    const GPTConfig cfg = moe_gpt(1.0);
+    manual_seed(11);
+    GPT one(cfg);
+    AdamW one_opt(weight_decay_groups(one, 0.1), ringgrad::test::kTestAdam);
+    auto adamw = [](std::vector<ParamGroup> g) -> std::unique_ptr<Optimizer> {
+      return std::make_unique<AdamW>(std::move(g), ringgrad::test::kTestAdam);
+    };
+    manual_seed(11);
+    ExpertDataParallel dp(std::make_shared<GPT>(cfg), world, ep, 0.1, adamw);
+    const std::int64_t W = world.world_size(), rows = 8 / W;
+    Generator gen(5);
+    for (int step = 0; step < 2; ++step) {
+      const auto [x, y] = ringgrad::test::random_batch(gen, 8, cfg.vocab_size);
+      one.zero_grad();
+      for (std::int64_t r = 0; r < W; ++r) {
+        const Tensor xr = kernels::contiguous(kernels::narrow(x, 0, r * rows, rows));
+        const Tensor yr = kernels::contiguous(kernels::narrow(y, 0, r * rows, rows));
+        backward(training_loss(one, one(xr), yr) * (1.0 / static_cast<double>(W)));
+      }
+      one_opt.step();
+      const Tensor xr = kernels::contiguous(kernels::narrow(x, 0, world.rank() * rows, rows));
+      const Tensor yr = kernels::contiguous(kernels::narrow(y, 0, world.rank() * rows, rows));
+      dp.zero_grad();
+      dp.backward(training_loss(static_cast<GPT&>(dp.module()), dp.forward(xr), yr));
+      dp.step();
+    }
+    const std::string path = (std::filesystem::temp_directory_path() /
+                              fmt::format("ringgrad_ep_checkpoint_{}_{}.safetensors", W, world.rank())).string();
+    save_checkpoint(path, one, one_opt, TrainState{2, Generator(1), Generator(2)});
+    StateDict reference = load_safetensors(path).tensors;
+    std::filesystem::remove(path);
+    reference.emplace("optimizer.steps", Tensor::full({1}, 2.0, DType::Int64));
+
+    // full: the gathered dict (rank 0), compared with the reference entry by entry.
+    auto check_whole = [&](const StateDict& full, const std::string& what) {
+      if (world.rank() != 0) return check(full.empty(), fmt::format("rank {}: {} not empty", world.rank(), what));
+      check(full.size() == reference.size(), fmt::format("{}: {} entries, one process's checkpoint {}", what,
+                                                         full.size(), reference.size()));
+      for (const auto& [name, t] : reference) {
+        const auto it = full.find(name);
+        check(it != full.end(), fmt::format("{}: no '{}'", what, name));
+        const double d = max_abs_diff(it->second, t);
+        check(d < kTol, fmt::format("{}: '{}' differs from one process's by {}", what, name, d));
+      }
+    };
+    check_whole(full_state_dict(dp), "the EP checkpoint");
+    manual_seed(99);
+    ExpertDataParallel fresh(std::make_shared<GPT>(cfg), world, ep, 0.1, adamw);
+    load_full_state_dict(fresh, reference);
+    check_whole(full_state_dict(fresh), "the one-process checkpoint loaded under EP");
+  });
+  INFO(describe(results));
+  for (const auto& r : results) CHECK(r.ok());
+}
+
 }  // namespace
 
 TEST_CASE("moe: the routing table of a hand-written case (top-2, capacity 2, drops)", "[moe]") {
@@ -150,6 +218,11 @@ TEST_CASE("expert parallel: E 4, top-2, EP 2 equals one process", "[moe][expert_
 
 TEST_CASE("expert parallel: E 4, top-2, EP 2 x DP 2 equals one process", "[moe][expert_parallel]") {
   expert_parallel_equals_one_process(4, 2);
+}
+
+TEST_CASE("expert parallel: the checkpoint of EP 2 and of EP 2 x DP 2 is one process's, and loads back", "[moe][expert_parallel][checkpoint]") {
+  expert_checkpoint_is_one_process(2, 2);
+  expert_checkpoint_is_one_process(4, 2);
 }
 
 TEST_CASE("expert parallel: experts that do not divide, a capacity below one token, refused on every rank", "[moe][expert_parallel]") {

@@ -251,6 +251,26 @@ TEST_CASE("GPT with rotary embeddings: no wpe, and changing token t+1 still leav
   CHECK(later_differs);
 }
 
+TEST_CASE("GPT with experts: the checkpoint records the MoE config, a dense one reads as dense") {
+  GPTConfig c = tiny_config();
+  c.moe_experts = 4, c.moe_top_k = 1, c.moe_capacity_factor = 1.5, c.moe_aux_loss_coef = 0.05;
+  manual_seed(6);
+  GPT model(c);
+  const std::string path = (std::filesystem::temp_directory_path() / "ringgrad_gpt_moe.safetensors").string();
+  AdamW opt(weight_decay_groups(model, 0.1), {1e-2, 0.9, 0.99, 1e-8});
+  save_checkpoint(path, model, opt, TrainState{0, Generator(1), default_generator()});
+  const GPTConfig saved = checkpoint_config(path);
+  CHECK(saved.moe_experts == 4);
+  CHECK(saved.moe_top_k == 1);
+  CHECK(saved.moe_capacity_factor == 1.5);
+  CHECK(saved.moe_aux_loss_coef == 0.05);
+  GPT dense(tiny_config());
+  AdamW dense_opt(weight_decay_groups(dense, 0.1), {1e-2, 0.9, 0.99, 1e-8});
+  save_checkpoint(path, dense, dense_opt, TrainState{0, Generator(1), default_generator()});
+  CHECK(checkpoint_config(path).moe_experts == 0);
+  std::filesystem::remove(path);
+}
+
 TEST_CASE("GPT with QK-norm and ReLU^2: the MLP is c_proj(max(c_fc x, 0)^2), the checkpoint records both, the model stays causal") {
   GPTConfig c = tiny_config();
   c.qk_norm = true, c.relu_squared = true, c.rotary = true;

@@ -145,6 +145,10 @@ class DataParallel {
   virtual Tensor full_optimizer_state(std::size_t i, const std::string& name);
   virtual void load_parameter(std::size_t i, const Tensor& full);
   virtual void load_optimizer_state(std::size_t i, const std::string& name, const Tensor& full);
+  /// Collective: adds to `state` (rank 0's full state dict; empty elsewhere) the parameters and
+  /// optimizer state that other ranks hold and rank 0 does not, under one process's names
+  /// (expert parallelism's experts). Replicas and shards have none.
+  virtual void gather_rank_local_state(StateDict& /*state*/) {}
   friend StateDict full_state_dict(DataParallel& dp);
   friend void load_full_state_dict(DataParallel& dp, const StateDict& state);
   friend MemoryUse memory_use(const DataParallel& dp);

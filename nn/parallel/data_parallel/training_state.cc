@@ -53,6 +53,7 @@ StateDict full_state_dict(DataParallel& dp) {
       }
     }
   }
+  dp.gather_rank_local_state(state);
   if (keep) state.emplace("optimizer.steps", Tensor::full({1}, static_cast<double>(optimizer.steps()), DType::Int64));
   for (auto& [name, b] : dp.model_->named_buffers()) {
     if (keep) state.emplace(name, kernels::clone(b));

@@ -11,7 +11,8 @@ namespace ringgrad::nn::parallel {
 
 /// Collective: the whole training state of `dp` (parameters by name, optimizer state as
 /// "optimizer.<state>.<parameter>", "optimizer.steps", buffers) complete on rank 0; other ranks
-/// get an empty dict. Sharded strategies all-gather each tensor.
+/// get an empty dict. Sharded strategies all-gather each tensor; expert parallelism gathers
+/// the experts other ranks hold.
 StateDict full_state_dict(DataParallel& dp);
 /// Loads a full state (any world size saved it): every rank passes the same dict and keeps
 /// its part. Throws std::invalid_argument naming a missing or mis-shaped entry.

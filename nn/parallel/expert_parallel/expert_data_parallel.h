@@ -3,7 +3,8 @@
 // world) and its ep group's share of the experts (its own values; gradients summed over the
 // expert-data-parallel group and divided by the world size), one blocking all-reduce per
 // parameter after backward as ddp-naive does. The clipping norm counts the replicated
-// gradients once and every expert once (its squares summed over the ep group).
+// gradients once and every expert once (its squares summed over the ep group). Checkpoints
+// hold one process's tensors, every expert gathered, so they resume on any --ep.
 #pragma once
 
 #include <memory>
@@ -29,6 +30,11 @@ class ExpertDataParallel final : public DataParallel {
 
  protected:
   double global_norm_squared(double local) override;
+  /// Checkpoints: every expert's parameters and optimizer state (AdamW's moments) gathered from
+  /// the ep group to rank 0 under one process's names ("h.0.mlp.experts.3.c_fc.weight"); the
+  /// dp replicas of an expert are equal, so rank 0's ep group holds them all. Loading needs
+  /// nothing of its own: every rank takes its experts from the one-process checkpoint by name.
+  void gather_rank_local_state(StateDict& state) override;
 
  private:
   struct Sharded {
