@@ -1,7 +1,7 @@
 // Mixture of experts on the grid: with real processes in float64, a GPT of 4 blocks with E = 4
 // experts, top-2, a capacity that drops tokens and a load-balancing loss (coefficient 0.1),
 // trained 3 AdamW steps under pp 2 (1F1B, AFAB, ZB-H1, interleaved with 2 virtual stages), tp 2,
-// pp 2 x tp 2 and dp 2 x pp 2, has the loss (cross-entropy plus every stage's load-balancing
+// pp 2 x tp 2 and dp 2 x pp 2 (DDP), dp 2 x tp 2 (ZeRO-1) and dp 2 x pp 2 (FSDP), has the loss (cross-entropy plus every stage's load-balancing
 // loss), the gradient norm and every rank's piece of every parameter of one process that runs
 // the same rows as the same micro-batches (capacity and the auxiliary loss are per forward
 // call, moe.h): each micro-batch's (cross-entropy + aux) / (dp M), backward, one step. The
@@ -13,6 +13,7 @@
 #include <cmath>
 #include <map>
 #include <stdexcept>
+#include <string>
 
 #include "autograd/engine.h"
 #include "collectives/communicator.h"
@@ -60,6 +61,7 @@ struct Run {
   int dp = 1, pp = 1, tp = 1;
   PipelineSchedule schedule = PipelineSchedule::kOneForwardOneBackward;
   int virtual_stages = 1;
+  std::string strategy = "ddp";
 };
 
 // Global batches of 8 rows; replica d takes rows [4 d, 4 d + 4) in 2 micro-batches of 2 rows.
@@ -71,7 +73,7 @@ void grid_moe_equals_one_process(const Run& run) {
     manual_seed(21);
     GPT whole(moe_gpt());
     auto stage = make_stage(whole, groups, false, run.virtual_stages);
-    auto mine = ringgrad::test::grid_strategy("ddp", stage, groups);
+    auto mine = ringgrad::test::grid_strategy(run.strategy, stage, groups);
     AdamW serial(weight_decay_groups(whole, 0.1), ringgrad::test::kTestAdam);
     constexpr int kMicroBatches = 2;
     const std::int64_t parts = run.dp * kMicroBatches, rows = 8 / parts;
@@ -112,8 +114,8 @@ void grid_moe_equals_one_process(const Run& run) {
     if (groups.dp->rank() == 0)  // 4 blocks over pp stages, 4 experts of 4 tensors each
       check(experts == 4 / run.pp * 4 * 4, fmt::format("rank {}: {} expert tensors compared", world.rank(), experts));
   });
-  INFO(fmt::format("dp {} x pp {} x tp {}, {} virtual stage(s): {}", run.dp, run.pp, run.tp, run.virtual_stages,
-                   describe(results)));
+  INFO(fmt::format("dp {} x pp {} x tp {}, {} virtual stage(s), {}: {}", run.dp, run.pp, run.tp, run.virtual_stages,
+                   run.strategy, describe(results)));
   for (const auto& r : results) CHECK(r.ok());
 }
 
@@ -130,6 +132,11 @@ TEST_CASE("grid: MoE (E 4, top-2, drops, aux loss) under tp 2, pp 2 x tp 2 and d
   grid_moe_equals_one_process({.tp = 2});
   grid_moe_equals_one_process({.pp = 2, .tp = 2});
   grid_moe_equals_one_process({.dp = 2, .pp = 2});
+}
+
+TEST_CASE("grid: MoE under ZeRO-1 inside dp 2 x tp 2 and FSDP inside dp 2 x pp 2 trains what one process trains", "[moe]") {
+  grid_moe_equals_one_process({.dp = 2, .tp = 2, .strategy = "zero1"});
+  grid_moe_equals_one_process({.dp = 2, .pp = 2, .strategy = "fsdp"});
 }
 
 TEST_CASE("grid: MoE under sequence or context parallelism is refused on every rank, naming why", "[moe]") {
