@@ -3,12 +3,13 @@
 // cuts them) inside the --strategy over its dp group. A step is grid_step: replica d's rows,
 // cp rank k's positions, the pipeline's micro-batches (--micro_batches x --accumulation of them:
 // accumulation is what a pipeline's micro-batches already do), the gradients averaged over cp
-// and dp. Evaluation is one forward of the pipeline with TP's vocabulary-parallel loss on the
-// last stage (grid_loss); sampling draws from the last stage's logits, gathered over tp and cp,
-// on the last stage's first rank, and every rank takes the token it drew. Checkpoints are the
-// one-process format (grid_checkpoint.h). With --device cuda the stage, its optimizer state and
-// each batch live on the rank's GPU; the groups' exchanges stage device buffers through host
-// memory (collectives/host_staging.h).
+// and dp (with --num_experts, each stage's load-balancing losses added into its own backward;
+// the experts whole on every rank). Evaluation is one forward of the pipeline with TP's
+// vocabulary-parallel loss on the last stage (grid_loss); sampling draws from the last stage's
+// logits, gathered over tp and cp, on the last stage's first rank, and every rank takes the
+// token it drew. Checkpoints are the one-process format (grid_checkpoint.h). With --device
+// cuda the stage, its optimizer state and each batch live on the rank's GPU; the groups'
+// exchanges stage device buffers through host memory (collectives/host_staging.h).
 #include <fmt/format.h>
 
 #include "examples/train_gpt/layout.h"

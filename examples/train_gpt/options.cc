@@ -166,7 +166,7 @@ std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainC
     if (dist.strategy != "ddp" && dist.strategy != "ddp-naive")
       refused.push_back("--strategy " + dist.strategy + " (the experts reduce over their own group, naively)");
     if (cfg.optimizer != "adamw") refused.push_back("--optimizer " + cfg.optimizer + " (it shares whole matrices over the ranks)");
-    if (mp.grid()) refused.push_back("--tp/--pp/--cp (the experts are sharded over the data-parallel ranks)");
+    if (mp.grid()) refused.push_back("--tp/--pp/--cp (the grid keeps every expert on each rank: its strategy reduces all gradients over dp)");
     if (opt.placement.device != "cpu")
       refused.push_back("--device " + opt.placement.device + " (all_to_all_v takes host buffers)");
     if (!refused.empty()) {
@@ -181,9 +181,13 @@ std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainC
                        "--recompute attention is\n", cfg.model.moe_experts);
     return 2;
   }
-  if (cfg.model.moe_experts > 0 && mp.grid()) {
-    fmt::print(stderr, "train_gpt: --num_experts {} is not available with --tp/--pp/--cp (the grid's blocks hold the "
-                       "dense MLP); use --ep over the data-parallel ranks\n", cfg.model.moe_experts);
+  if (cfg.model.moe_experts > 0 && (mp.cp > 1 || (mp.sp && mp.tp > 1))) {
+    // Capacity and the load-balancing loss are per forward call: a rank holding a part of the
+    // positions would route them with another capacity than one process does.
+    fmt::print(stderr, "train_gpt: --num_experts {} is not available with {} (a rank holds a part of each sequence's "
+                       "positions, which would route with another capacity and load-balancing loss than one process's "
+                       "micro-batch); --tp without --sp and --pp are\n", cfg.model.moe_experts,
+               mp.cp > 1 ? "--cp" : "--sp");
     return 2;
   }
   if (mp.tp * mp.pp * mp.cp > 1) {

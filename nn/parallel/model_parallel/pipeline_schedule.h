@@ -47,7 +47,7 @@ struct PipelineEvent {
 };
 
 struct PipelineStepResult {
-  double loss = 0;  // the whole batch's mean cross-entropy (every stage gets it)
+  double loss = 0;  // the whole batch's mean cross-entropy, plus the load-balancing losses (every stage gets it)
   std::vector<PipelineEvent> events;
   double start_s = 0, end_s = 0;  // the step on this rank, steady-clock seconds
   // Most micro-batches whose activations were held at once (interleaved: micro-batch chunks,

@@ -127,6 +127,20 @@ Tensor PipelineStage::forward(const Tensor& input) {
   return linear(sequence_parallel_ ? gather_sequence(x, *tp_) : copy_to_group(x, *tp_), wte_weight_);  // [b, T, V'/p]
 }
 
+Tensor PipelineStage::aux_loss(int chunk) const {
+  const std::size_t per = h.size() / static_cast<std::size_t>(chunks_), c = static_cast<std::size_t>(chunk);
+  Tensor total;
+  for (std::size_t i = c * per; i < (c + 1) * per; ++i) {
+    const auto* plain = dynamic_cast<const Block*>(h[i].get());
+    const auto* split = dynamic_cast<const TensorParallelBlock*>(h[i].get());
+    const MoE* moe = plain != nullptr ? plain->moe.get() : split->moe.get();
+    if (moe == nullptr) continue;
+    const Tensor a = moe->aux_loss() * config_.moe_aux_loss_coef;
+    total = total.defined() ? total + a : a;
+  }
+  return total;
+}
+
 Tensor PipelineStage::loss(const Tensor& logits, const Tensor& targets) {
   const std::int64_t rows = logits.size(0) * logits.size(1);
   const Tensor l = reshape(logits, {rows, logits.size(2)}), y = reshape(targets, {rows});

@@ -6,7 +6,9 @@
 // last stage alone. Given a tensor-parallel group, the stage's blocks, embedding and head are
 // split over it as in TensorParallelGPT (pipeline x tensor parallelism). The blocks compute what
 // the GPT's do, with its rotary embeddings (under context parallelism each position turned by
-// its index in the whole sequence), QK-norm or ReLU^2. Parameter names are the GPT's.
+// its index in the whole sequence), QK-norm or ReLU^2. Parameter names are the GPT's. Blocks
+// with mixture-of-experts layers (whole on every tp rank) add their load-balancing losses
+// (aux_loss) into the stage's own backward, as each stage owns its blocks' part of the loss.
 //
 // With V virtual stages (interleaved 1F1B, Narayanan et al. 2021) the model is cut into S V
 // pieces of L/(S V) blocks and stage s holds V of them, round-robin as Megatron-LM assigns them:
@@ -44,6 +46,10 @@ class PipelineStage : public Module {
   /// The last stage's loss: mean cross-entropy of its output against targets [b, T] (with TP
   /// vocabulary-parallel, from this rank's slice of the logits).
   Tensor loss(const Tensor& logits, const Tensor& targets);
+  /// The load-balancing loss of chunk c's MoE layers in their last forward, moe_aux_loss_coef
+  /// times their sum as GPT::aux_loss gives it for all blocks (a scalar with its graph);
+  /// undefined when the chunk has none.
+  Tensor aux_loss(int chunk) const;
   /// The token table this stage holds (first stage, and the last when tied), whole or this
   /// rank's rows; undefined elsewhere.
   Tensor& wte_weight() { return wte_weight_; }

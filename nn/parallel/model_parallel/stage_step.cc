@@ -46,13 +46,21 @@ Tensor StageStep::forward(int m, const Tensor& input, int chunk) {
   const trace::Span span(span_name('F', m, chunk), "pipeline");
   const double t0 = now();
   Tensor out = stage_.forward_chunk(chunk, input);
+  // The chunk's MoE layers' load-balancing loss joins the micro-batch's loss here, / M as one
+  // process's accumulation scales it: on the last chunk into the loss, elsewhere beside the output.
+  const Tensor aux = stage_.aux_loss(chunk);
+  Tensor own;
   if (stage_.is_last_chunk(chunk)) {
     const Tensor y = kernels::contiguous(kernels::narrow(targets_, 0, m * mb_, mb_));
-    out = stage_.loss(out, y) * (1.0 / m_);
+    const Tensor ce = stage_.loss(out, y);
+    out = (aux.defined() ? ce + aux : ce) * (1.0 / m_);
     loss_ += out.item<double>();
+  } else if (aux.defined()) {
+    own = aux * (1.0 / m_);
+    loss_ += own.item<double>();
   }
   result_.events.push_back({'F', m, t0, now(), chunk});
-  live_[static_cast<std::size_t>(chunk)].push_back({m, input, out});
+  live_[static_cast<std::size_t>(chunk)].push_back({m, input, out, own});
   result_.peak_live_micro_batches = std::max(result_.peak_live_micro_batches, ++held_);
   return out;
 }
@@ -68,6 +76,7 @@ Tensor StageStep::backward(const Tensor& output_grad, int chunk) {
     std::optional<DeferWeightGrads> defer;
     if (defer_weight_grads_) defer.emplace(deferred);
     if (stage_.is_last_chunk(chunk)) ringgrad::backward(f.output);
+    else if (f.aux.defined()) ringgrad::backward(sum(f.output * output_grad) + f.aux);  // one pass: d/d output = output_grad
     else ringgrad::backward(f.output, output_grad);
     if (defer_weight_grads_) weight_passes_.push_back({f.index, chunk, std::move(deferred)});
     else --held_;
@@ -155,9 +164,9 @@ StageStep::Received StageStep::exchange(const Tensor& output, bool recv_input, c
 
 PipelineStepResult StageStep::finish() {
   sum_tied_grads();
-  // The loss is known on the last stage; every stage reports it.
-  group_.broadcast(collectives::ConstBuffer(&loss_, 1, collectives::DType::kFloat64),
-                   collectives::Buffer(&loss_, 1, collectives::DType::kFloat64), group_.world_size() - 1);
+  // The loss is the last stage's, plus the other stages' load-balancing losses: every stage reports the sum.
+  group_.all_reduce(collectives::ConstBuffer(&loss_, 1, collectives::DType::kFloat64),
+                    collectives::Buffer(&loss_, 1, collectives::DType::kFloat64), collectives::ReduceOp::SUM);
   result_.loss = loss_;
   result_.end_s = now();
   return std::move(result_);

@@ -26,7 +26,8 @@ class StageStep {
             int micro_batches, bool defer_weight_grads = false);
 
   // --- Slots ---------------------------------------------------------------------------------
-  /// Forward of micro-batch m through model chunk `chunk`; its loss / M on the last chunk.
+  /// Forward of micro-batch m through model chunk `chunk`; its loss / M on the last chunk (with
+  /// the chunk's load-balancing loss; elsewhere that is kept for backward).
   Tensor forward(int m, const Tensor& input, int chunk = 0);
   /// Backward of the oldest micro-batch in flight on `chunk`; returns its input's gradient
   /// (undefined on the first chunk of the model).
@@ -56,13 +57,13 @@ class StageStep {
   Received exchange(const Tensor& output, bool recv_input, const Tensor& input_grad, bool recv_output_grad);
 
   // --- The end of the step -------------------------------------------------------------------
-  /// Sums the tied wte gradients, shares the loss, closes the timing.
+  /// Sums the tied wte gradients, sums the loss over the stages, closes the timing.
   PipelineStepResult finish();
 
  private:
-  struct InFlight {  // one micro-batch on one chunk: its input (a leaf past the first) and output
-    int index;
-    Tensor input, output;
+  struct InFlight {  // one micro-batch on one chunk: its input (a leaf past the first), output and, off
+    int index;         // the last chunk, its MoE layers' load-balancing loss / M (undefined without)
+    Tensor input, output, aux;
   };
   struct WeightPass {  // the deferred dW of one micro-batch's backward
     int index, chunk;

@@ -15,6 +15,7 @@
 #include "nn/parallel/model_parallel/ring_attention.h"
 #include "nn/parallel/model_parallel/tensor_parallel_ops.h"
 #include "nn/parallel/tensor_buffer.h"
+#include "tensor/random.h"
 #include "tensor/view.h"
 
 namespace ringgrad::nn::parallel {
@@ -34,6 +35,16 @@ std::shared_ptr<Embedding> copy_of(const Embedding& full, const GPTConfig& confi
   return e;
 }
 
+// A replicated copy of a MoE layer (router and every expert). Making it draws weights; the
+// generator is put back, so the copy does not change what the program draws next.
+std::shared_ptr<MoE> copy_of(const MoE& full, const GPTConfig& config) {
+  const Generator saved = default_generator();
+  auto moe = std::make_shared<MoE>(config);
+  default_generator() = saved;
+  moe->load_state_dict(full.state_dict());
+  return moe;
+}
+
 }  // namespace
 
 std::vector<Tensor> replicated_parameters(const Module& model) {
@@ -44,11 +55,17 @@ std::vector<Tensor> replicated_parameters(const Module& model) {
 }
 
 void TensorParallelBlock::set_sequence_parallel(bool on) {
+  if (on && moe)
+    throw std::invalid_argument("TensorParallelBlock: sequence parallelism with mixture-of-experts layers is not "
+                                "supported (each tp rank would route T/p of the positions, with another capacity)");
   attn->c_attn->sequence_parallel = attn->c_proj->sequence_parallel = on;
+  if (moe) return;
   mlp->c_fc->sequence_parallel = mlp->c_proj->sequence_parallel = on;
 }
 
 ShardSpec shard_spec(std::string_view name) {
+  if (name.find("mlp.router.") != std::string_view::npos || name.find("mlp.experts.") != std::string_view::npos)
+    return {};  // a MoE's router and experts: whole on every tp rank
   if (name == "wte.weight" || name == "lm_head.weight") return {0, 1, true};
   if (name.ends_with("attn.c_attn.weight") || name.ends_with("attn.c_attn.bias")) return {0, 3, false};
   if (name.ends_with("mlp.c_fc.weight") || name.ends_with("mlp.c_fc.bias")) return {0, 1, false};
@@ -123,7 +140,16 @@ TensorParallelBlock::TensorParallelBlock(const Block& full, const GPTConfig& con
   ln_1 = register_module("ln_1", copy_of(*full.ln_1, config));
   attn = register_module("attn", std::make_shared<TensorParallelAttention>(*full.attn, config, group, context));
   ln_2 = register_module("ln_2", copy_of(*full.ln_2, config));
-  mlp = register_module("mlp", std::make_shared<TensorParallelMLP>(*full.mlp, config, group));
+  if (full.moe) {
+    if (context != nullptr && context->world_size() > 1)
+      throw std::invalid_argument(fmt::format("TensorParallelBlock on rank {}: context parallelism with mixture-of-"
+                                              "experts layers is not supported (a cp rank's positions are not a whole "
+                                              "forward call's tokens: capacity and the load-balancing loss would "
+                                              "differ)", group.rank()));
+    moe = register_module("mlp", copy_of(*full.moe, config));
+  } else {
+    mlp = register_module("mlp", std::make_shared<TensorParallelMLP>(*full.mlp, config, group));
+  }
 }
 
 Tensor TensorParallelBlock::forward(const Tensor& x) {
@@ -133,7 +159,8 @@ Tensor TensorParallelBlock::forward(const Tensor& x) {
 
 Tensor TensorParallelBlock::residual_branches(const Tensor& x) {
   const Tensor h = x + (*attn)((*ln_1)(x));
-  return h + (*mlp)((*ln_2)(h));
+  const Tensor x2 = (*ln_2)(h);
+  return h + (moe ? (*moe)(x2) : (*mlp)(x2));
 }
 
 TensorParallelGPT::TensorParallelGPT(const GPT& full, collectives::Communicator& group, bool sequence_parallel)

@@ -9,6 +9,12 @@
 //              attention on those heads alone, c_proj row-parallel
 //   MLP        c_fc column-parallel (4C/p hidden units per rank), GELU or ReLU^2 on them
 //              (elementwise), c_proj row-parallel
+//   MoE        (a block's MLP with config.moe_experts) replicated whole, router and experts:
+//              without sequence parallelism every rank holds the same [B, T, C] tokens, so each
+//              routes and runs them as one process does (Megatron's default without expert
+//              tensor parallelism); the gradients come out equal on every rank with no
+//              reduction. Under sequence or context parallelism a rank holds a part of the
+//              positions, which would route with another capacity: refused.
 //   loss       vocabulary-parallel cross-entropy: the [B, T, V] logits are never gathered
 //
 // Per block: two all-reduces of [B, T, C] forward (the row-parallel outputs) and two backward
@@ -78,15 +84,19 @@ class TensorParallelMLP : public Module {
 
 class TensorParallelBlock : public Module {
  public:
+  /// Throws std::invalid_argument when `full` holds a MoE and a context group of more than one
+  /// rank is given (a cp rank's positions are not a whole forward call's tokens).
   TensorParallelBlock(const Block& full, const GPTConfig& config, collectives::Communicator& group,
                       collectives::Communicator* context = nullptr);
   Tensor forward(const Tensor& x) override;
-  /// Sequence parallelism on (or off) for the block's four split layers.
+  /// Sequence parallelism on (or off) for the block's split layers. Throws std::invalid_argument
+  /// for on with a MoE (each rank would route T/p of the positions).
   void set_sequence_parallel(bool on);
 
   std::shared_ptr<LayerNorm> ln_1, ln_2;
   std::shared_ptr<TensorParallelAttention> attn;
-  std::shared_ptr<TensorParallelMLP> mlp;
+  std::shared_ptr<TensorParallelMLP> mlp;  // null when moe is set
+  std::shared_ptr<MoE> moe;                // registered as "mlp", whole on every rank; null without experts
 
  private:
   Tensor residual_branches(const Tensor& x);
@@ -101,7 +111,8 @@ struct ShardSpec {
   int parts = 1;
   bool padded = false;
 };
-/// The spec of the GPT parameter named `name` (GPT::named_parameters' names).
+/// The spec of the GPT parameter named `name` (GPT::named_parameters' names); a MoE's router
+/// and experts are whole on every rank.
 ShardSpec shard_spec(std::string_view name);
 /// The parameters of `model` (a TensorParallelGPT or a stage of one) whole on every tp rank.
 std::vector<Tensor> replicated_parameters(const Module& model);
