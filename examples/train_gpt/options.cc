@@ -167,8 +167,6 @@ std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainC
     if (dist.strategy != "ddp" && dist.strategy != "ddp-naive")
       refused.push_back("--strategy " + dist.strategy + " (the experts reduce over their own group, naively)");
     if (cfg.optimizer != "adamw") refused.push_back("--optimizer " + cfg.optimizer + " (it shares whole matrices over the ranks)");
-    if (mp.grid() && (!opt.paths.out.empty() || !opt.paths.resume.empty()))
-      refused.push_back("--out/--resume on a --tp/--pp grid (its checkpoints do not gather the experts over the ep group yet)");
     if (opt.placement.device != "cpu")
       refused.push_back("--device " + opt.placement.device + " (all_to_all_v takes host buffers)");
     if (!refused.empty()) {

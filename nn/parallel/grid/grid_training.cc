@@ -77,6 +77,11 @@ std::unique_ptr<DataParallel> grid_data_parallel(const std::string& strategy, st
 std::unique_ptr<ExpertDataParallel> grid_expert_data_parallel(std::shared_ptr<PipelineStage> stage, GridGroups& groups,
                                                               int ep, const ExpertDataParallel::ParamGroups& param_groups,
                                                               const OptimizerFactory& make_optimizer) {
+  if (ep < 1 || groups.dp->world_size() % ep != 0)
+    throw std::invalid_argument(fmt::format("grid_expert_data_parallel on {}: an expert-parallel group of {} ranks does "
+                                            "not divide the data-parallel group of {} it is a part of",
+                                            collectives::describe_rank(groups.dp->group()), ep,
+                                            groups.dp->world_size()));
   std::vector<std::shared_ptr<MoE>> layers;
   for (const auto& block : stage->h) {
     if (const auto whole = std::dynamic_pointer_cast<Block>(block)) layers.push_back(whole->moe);
