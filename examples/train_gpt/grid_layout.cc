@@ -4,7 +4,8 @@
 // cp rank k's positions, the pipeline's micro-batches (--micro_batches x --accumulation of them:
 // accumulation is what a pipeline's micro-batches already do), the gradients averaged over cp
 // and dp (with --num_experts, each stage's load-balancing losses added into its own backward;
-// the experts whole on every rank). Evaluation is one forward of the pipeline with TP's
+// the experts whole on every rank, or with --ep sharded over groups of ep consecutive dp ranks,
+// grid_expert_data_parallel). Evaluation is one forward of the pipeline with TP's
 // vocabulary-parallel loss on the last stage (grid_loss); sampling draws from the last stage's
 // logits, gathered over tp and cp, on the last stage's first rank, and every rank takes the
 // token it drew. Checkpoints are the one-process format (grid_checkpoint.h). With --device
@@ -53,8 +54,12 @@ class GridLayout final : public Layout {
     options.bucket_cap_mb = opt.dist.bucket_cap_mb;
     options.overlap = opt.dist.overlap;
     // Muon's matrices gathered over tp when the stage holds slices of them.
-    dp_ = grid_data_parallel(opt.dist.strategy, stage_, groups_, optimizer_groups(cfg, *stage_),
-                             optimizer_factory(cfg, opt.dist, *groups_.dp, stage_.get(), groups_.tp.get()), options);
+    const OptimizerFactory make_optimizer = optimizer_factory(cfg, opt.dist, *groups_.dp, stage_.get(), groups_.tp.get());
+    if (opt.dist.ep > 1)  // the optimizer's groups once the stage keeps only its ep rank's experts
+      dp_ = grid_expert_data_parallel(stage_, groups_, opt.dist.ep, [&] { return optimizer_groups(cfg, *stage_); },
+                                      make_optimizer);
+    else
+      dp_ = grid_data_parallel(opt.dist.strategy, stage_, groups_, optimizer_groups(cfg, *stage_), make_optimizer, options);
   }
 
   DataParallel& dp() override { return *dp_; }

@@ -159,14 +159,14 @@ std::optional<int> refuse_bad_combinations(const CLI::App& app, const nn::TrainC
     }
   }
   if (dist.ep > 1) {
-    // Expert parallelism runs over the data-parallel ranks with its own gradient reduction.
+    // Expert parallelism runs over the data-parallel ranks (on a grid, over groups of ep
+    // consecutive ranks of each dp group) with its own gradient reduction.
     std::vector<std::string> refused;
     if (cfg.model.moe_experts == 0 || cfg.model.moe_experts % dist.ep != 0)
       refused.push_back(fmt::format("--num_experts {} (not divisible into {} expert-parallel ranks)", cfg.model.moe_experts, dist.ep));
     if (dist.strategy != "ddp" && dist.strategy != "ddp-naive")
       refused.push_back("--strategy " + dist.strategy + " (the experts reduce over their own group, naively)");
     if (cfg.optimizer != "adamw") refused.push_back("--optimizer " + cfg.optimizer + " (it shares whole matrices over the ranks)");
-    if (mp.grid()) refused.push_back("--tp/--pp/--cp (the grid keeps every expert on each rank: its strategy reduces all gradients over dp)");
     if (opt.placement.device != "cpu")
       refused.push_back("--device " + opt.placement.device + " (all_to_all_v takes host buffers)");
     if (!refused.empty()) {

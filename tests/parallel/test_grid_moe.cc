@@ -1,11 +1,13 @@
 // Mixture of experts on the grid: with real processes in float64, a GPT of 4 blocks with E = 4
 // experts, top-2, a capacity that drops tokens and a load-balancing loss (coefficient 0.1),
 // trained 3 AdamW steps under pp 2 (1F1B, AFAB, ZB-H1, interleaved with 2 virtual stages), tp 2,
-// pp 2 x tp 2 and dp 2 x pp 2 (DDP), dp 2 x tp 2 (ZeRO-1) and dp 2 x pp 2 (FSDP), has the loss (cross-entropy plus every stage's load-balancing
+// pp 2 x tp 2 and dp 2 x pp 2 (DDP), dp 2 x tp 2 (ZeRO-1) and dp 2 x pp 2 (FSDP), and with the
+// experts sharded over ep 2 (ExpertDataParallel inside dp 2 x pp 2 and dp 2 x tp 2), has the loss (cross-entropy plus every stage's load-balancing
 // loss), the gradient norm and every rank's piece of every parameter of one process that runs
 // the same rows as the same micro-batches (capacity and the auxiliary loss are per forward
 // call, moe.h): each micro-batch's (cross-entropy + aux) / (dp M), backward, one step. The
-// experts are whole on every tp rank. Tolerance 1e-10 absolute (the sums run in another order).
+// experts are whole on every tp rank (on every ep rank its share of them; the comparison gathers
+// them). Tolerance 1e-10 absolute (the sums run in another order).
 // Sequence and context parallelism with experts are refused on every rank.
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -62,7 +64,15 @@ struct Run {
   PipelineSchedule schedule = PipelineSchedule::kOneForwardOneBackward;
   int virtual_stages = 1;
   std::string strategy = "ddp";
+  int ep = 1;  // > 1: grid_expert_data_parallel instead of `strategy`
 };
+
+std::unique_ptr<DataParallel> strategy_of(const Run& run, std::shared_ptr<PipelineStage> stage, GridGroups& groups) {
+  if (run.ep == 1) return ringgrad::test::grid_strategy(run.strategy, std::move(stage), groups);
+  const PipelineStage& held = *stage;
+  return grid_expert_data_parallel(std::move(stage), groups, run.ep, [&] { return weight_decay_groups(held, 0.1); },
+                                   [](std::vector<ParamGroup> g) { return std::make_unique<AdamW>(std::move(g), ringgrad::test::kTestAdam); });
+}
 
 // Global batches of 8 rows; replica d takes rows [4 d, 4 d + 4) in 2 micro-batches of 2 rows.
 void grid_moe_equals_one_process(const Run& run) {
@@ -73,7 +83,7 @@ void grid_moe_equals_one_process(const Run& run) {
     manual_seed(21);
     GPT whole(moe_gpt());
     auto stage = make_stage(whole, groups, false, run.virtual_stages);
-    auto mine = ringgrad::test::grid_strategy(run.strategy, stage, groups);
+    auto mine = strategy_of(run, stage, groups);
     AdamW serial(weight_decay_groups(whole, 0.1), ringgrad::test::kTestAdam);
     constexpr int kMicroBatches = 2;
     const std::int64_t parts = run.dp * kMicroBatches, rows = 8 / parts;
@@ -105,7 +115,7 @@ void grid_moe_equals_one_process(const Run& run) {
     std::map<std::string, Tensor> expected;
     for (auto& [name, t] : whole.named_parameters()) expected[name] = t;
     std::int64_t experts = 0;
-    for (auto& [name, t] : full_state_dict(*mine)) {  // this stage's whole tensors, on dp rank 0
+    for (auto& [name, t] : full_state_dict(*mine)) {  // this stage's whole tensors (every expert), on dp rank 0
       if (name.starts_with("optimizer.")) continue;
       experts += name.find("mlp.experts.") != std::string::npos;
       const double d = max_abs_diff(t, expected_piece(name, expected.at(name), *groups.tp));
@@ -114,8 +124,8 @@ void grid_moe_equals_one_process(const Run& run) {
     if (groups.dp->rank() == 0)  // 4 blocks over pp stages, 4 experts of 4 tensors each
       check(experts == 4 / run.pp * 4 * 4, fmt::format("rank {}: {} expert tensors compared", world.rank(), experts));
   });
-  INFO(fmt::format("dp {} x pp {} x tp {}, {} virtual stage(s), {}: {}", run.dp, run.pp, run.tp, run.virtual_stages,
-                   run.strategy, describe(results)));
+  INFO(fmt::format("dp {} x pp {} x tp {}, {} virtual stage(s), {}, ep {}: {}", run.dp, run.pp, run.tp,
+                   run.virtual_stages, run.strategy, run.ep, describe(results)));
   for (const auto& r : results) CHECK(r.ok());
 }
 
@@ -137,6 +147,11 @@ TEST_CASE("grid: MoE (E 4, top-2, drops, aux loss) under tp 2, pp 2 x tp 2 and d
 TEST_CASE("grid: MoE under ZeRO-1 inside dp 2 x tp 2 and FSDP inside dp 2 x pp 2 trains what one process trains", "[moe]") {
   grid_moe_equals_one_process({.dp = 2, .tp = 2, .strategy = "zero1"});
   grid_moe_equals_one_process({.dp = 2, .pp = 2, .strategy = "fsdp"});
+}
+
+TEST_CASE("grid: MoE with --ep 2 (experts sharded over 2 consecutive dp ranks) inside dp 2 x pp 2 and dp 2 x tp 2 trains what one process trains", "[moe][expert_parallel]") {
+  grid_moe_equals_one_process({.dp = 2, .pp = 2, .ep = 2});
+  grid_moe_equals_one_process({.dp = 2, .tp = 2, .ep = 2});
 }
 
 TEST_CASE("grid: MoE under sequence or context parallelism is refused on every rank, naming why", "[moe]") {

@@ -5,8 +5,14 @@
 // parameter after backward as ddp-naive does. The clipping norm counts the replicated
 // gradients once and every expert once (its squares summed over the ep group). Checkpoints
 // hold one process's tensors, every expert gathered, so they resume on any --ep.
+//
+// On a dp x pp x tp grid (nn/parallel/grid) the same strategy wraps a rank's pipeline stage
+// over its dp group: the ep group is ep consecutive ranks of the dp group (so it holds ranks of
+// one pp and one tp coordinate, which see the same stage and, under tp, the same tokens), the
+// expert-data-parallel group the dp ranks with the same ep index.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "nn/parallel/data_parallel/data_parallel.h"
@@ -20,6 +26,13 @@ class ExpertDataParallel final : public DataParallel {
   /// with the optimizer over weight_decay_groups(model, weight_decay). Throws
   /// std::invalid_argument on every rank when ep does not divide the world or the experts.
   ExpertDataParallel(std::shared_ptr<GPT> model, collectives::Communicator& world, int ep, double weight_decay,
+                     const OptimizerFactory& make_optimizer);
+  /// The same for `model`, a part of a model whose MoE `layers` it holds (a pipeline stage),
+  /// over `comm` (the grid's dp group), the optimizer over the groups `param_groups()` returns
+  /// once the experts are sharded.
+  using ParamGroups = std::function<std::vector<ParamGroup>()>;
+  ExpertDataParallel(std::shared_ptr<Module> model, const std::vector<std::shared_ptr<MoE>>& layers,
+                     collectives::Communicator& comm, int ep, const ParamGroups& param_groups,
                      const OptimizerFactory& make_optimizer);
   std::string name() const override { return "ddp-naive + ep"; }
   void backward(const Tensor& loss) override;
@@ -41,11 +54,12 @@ class ExpertDataParallel final : public DataParallel {
     ExpertParallelGroups groups;
     std::vector<std::shared_ptr<ExpertParallel>> placements;
   };
-  static Sharded shard(GPT& model, collectives::Communicator& world, int ep);
-  ExpertDataParallel(std::shared_ptr<GPT> model, collectives::Communicator& world, Sharded sharded,
-                     double weight_decay, const OptimizerFactory& make_optimizer);
+  static Sharded shard(const std::vector<std::shared_ptr<MoE>>& layers, collectives::Communicator& comm, int ep);
+  ExpertDataParallel(std::shared_ptr<Module> model, collectives::Communicator& comm, Sharded sharded,
+                     const ParamGroups& param_groups, const OptimizerFactory& make_optimizer);
   ExpertParallelGroups groups_;
   std::vector<std::shared_ptr<ExpertParallel>> placements_;
+  std::int64_t experts_;  // E, every layer's
 };
 
 }  // namespace ringgrad::nn::parallel

@@ -102,16 +102,23 @@ ExpertParallelGroups expert_parallel_groups(Communicator& world, int ep) {
 }
 
 std::vector<std::shared_ptr<ExpertParallel>> shard_experts(GPT& model, Communicator& ep_group) {
-  const std::int64_t E = model.config().moe_experts, ep = ep_group.world_size();
+  std::vector<std::shared_ptr<MoE>> layers;
+  for (auto& block : model.h) layers.push_back(block->moe);
+  return shard_experts(layers, ep_group);
+}
+
+std::vector<std::shared_ptr<ExpertParallel>> shard_experts(const std::vector<std::shared_ptr<MoE>>& layers,
+                                                           Communicator& ep_group) {
+  const std::int64_t E = layers.empty() || !layers.front() ? 0 : layers.front()->num_experts(), ep = ep_group.world_size();
   if (E < 1 || E % ep != 0) {
     throw std::invalid_argument(fmt::format("expert parallelism on rank {}: {} experts do not divide over an "
                                             "expert-parallel group of {} ranks",
                                             ep_group.rank(), E, ep));
   }
   std::vector<std::shared_ptr<ExpertParallel>> placements;
-  for (auto& block : model.h) {
+  for (const auto& moe : layers) {
     auto placement = std::make_shared<ExpertParallel>(ep_group, E);
-    block->moe->shard(ep_group.rank() * (E / ep), E / ep, placement);
+    moe->shard(ep_group.rank() * (E / ep), E / ep, placement);
     placements.push_back(placement);
   }
   return placements;
@@ -119,7 +126,7 @@ std::vector<std::shared_ptr<ExpertParallel>> shard_experts(GPT& model, Communica
 
 bool is_expert_parameter(const std::string& name) { return name.find(".experts.") != std::string::npos; }
 
-void reduce_expert_parallel_grads(const GPT& model, Communicator& world, Communicator& expert_dp) {
+void reduce_expert_parallel_grads(const Module& model, Communicator& world, Communicator& expert_dp) {
   std::vector<Tensor> dense, expert;
   for (const auto& [name, param] : model.named_parameters())
     (is_expert_parameter(name) ? expert : dense).push_back(param);

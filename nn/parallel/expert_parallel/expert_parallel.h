@@ -38,6 +38,8 @@ class ExpertParallel final : public ExpertPlacement {
   /// received from each.
   const std::vector<std::int64_t>& sent() const { return sent_; }
   const std::vector<std::int64_t>& received() const { return received_; }
+  /// E, the layer's experts over the whole group.
+  std::int64_t experts() const { return experts_; }
 
  private:
   collectives::Communicator& group_;
@@ -57,13 +59,17 @@ ExpertParallelGroups expert_parallel_groups(collectives::Communicator& world, in
 /// returns the layers' placements (their traffic). Throws std::invalid_argument on every rank
 /// when the model has no experts or E is not divisible by the group's size, naming both.
 std::vector<std::shared_ptr<ExpertParallel>> shard_experts(GPT& model, collectives::Communicator& ep_group);
+/// The same for the MoE `layers` of a part of a model (a pipeline stage's blocks).
+std::vector<std::shared_ptr<ExpertParallel>> shard_experts(const std::vector<std::shared_ptr<MoE>>& layers,
+                                                           collectives::Communicator& ep_group);
 
 /// Whether `name` is an expert's parameter ("h.0.mlp.experts.3.c_fc.weight").
 bool is_expert_parameter(const std::string& name);
 
 /// After backward: non-expert gradients averaged over `world`, expert gradients summed over
 /// `expert_dp` and divided by world's size. A parameter without a gradient takes part with zeros.
-void reduce_expert_parallel_grads(const GPT& model, collectives::Communicator& world,
+/// `model` is a GPT, or this rank's pipeline stage with `world` its data-parallel group.
+void reduce_expert_parallel_grads(const Module& model, collectives::Communicator& world,
                                   collectives::Communicator& expert_dp);
 
 }  // namespace ringgrad::nn::parallel

@@ -51,12 +51,15 @@ void save_grid_checkpoint(const std::string& path, DataParallel& dp, GridGroups&
   std::map<std::string, std::vector<Tensor>> whole;  // name -> parameter, then the states it has
   std::map<std::string, std::int64_t> has;           // name -> bit i set when it has states[i]
   if (groups.dp->rank() == 0) {
-    for (auto& [name, p] : stage.named_parameters()) {
+    // The stage's parameters as the strategy gathered them: with expert parallelism every expert
+    // of its layers, not only this rank's (the same names on every rank of the tp group).
+    for (const auto& [name, tensor] : replica) {
+      if (name.starts_with("optimizer.")) continue;
       if (name == "wte.weight" && stage.tied_copies() && stage.is_last()) continue;  // the first stage's copy is saved
       const ShardSpec spec = shard_spec(name);
       const std::int64_t rows = spec.padded ? config.vocab_size : 0;
       std::vector<Tensor>& out = whole[name];
-      out.push_back(whole_of(replica.at(name), spec, *groups.tp, rows));
+      out.push_back(whole_of(tensor, spec, *groups.tp, rows));
       has[name] = 0;
       for (std::size_t i = 0; i < states.size(); ++i)
         if (const auto it = replica.find("optimizer." + states[i] + "." + name); it != replica.end()) {
@@ -70,39 +73,41 @@ void save_grid_checkpoint(const std::string& path, DataParallel& dp, GridGroups&
   const bool replica0 = groups.dp->rank() == 0 && groups.cp->rank() == 0 && groups.tp->rank() == 0;
   Communicator& pp = *groups.pp;
   const collectives::DType i64 = collectives::DType::kInt64;
-  if (replica0 && pp.rank() != 0) {
-    for (auto& [name, tensors] : stage.named_parameters())
-      if (whole.contains(name)) {
-        pp.send(collectives::ConstBuffer(&has.at(name), 1, i64), 0);
-        for (const Tensor& t : whole.at(name)) pp.send(synced_buffer(t), 0);
-      }
-  }
-  if (replica0 && pp.rank() == 0) {
-    // The whole model's tensors, in the GPT's order, each from the stage that holds it.
+  if (replica0) {
+    // The whole model's names and shapes in the GPT's order: each stage sends its tensors in it,
+    // and rank 0 takes each in it from the stage that holds it.
     const Generator saved = default_generator();
     GPT model(config);  // shapes and names only
     default_generator() = saved;
-    StateDict file;
-    for (auto& [name, p] : model.named_parameters()) {
-      const int from = owner(name, config, pp.world_size());
-      std::int64_t bits = 0;
-      if (from == 0) bits = has.at(name);
-      else pp.recv(collectives::Buffer(&bits, 1, i64), from);
-      std::size_t k = 0;  // the next of this parameter's tensors
-      for (std::size_t i = 0; i <= states.size(); ++i) {
-        if (i > 0 && (bits >> (i - 1) & 1) == 0) continue;
-        Tensor t = Tensor::empty(p.shape(), p.dtype());
-        if (from == 0) kernels::copy_(t, whole.at(name)[k]);
-        else pp.recv(synced_buffer(t), from);
-        ++k;
-        file.emplace(i == 0 ? name : "optimizer." + states[i - 1] + "." + name, t);
+    if (pp.rank() != 0) {
+      for (auto& [name, p] : model.named_parameters())
+        if (whole.contains(name)) {
+          pp.send(collectives::ConstBuffer(&has.at(name), 1, i64), 0);
+          for (const Tensor& t : whole.at(name)) pp.send(synced_buffer(t), 0);
+        }
+    } else {
+      StateDict file;
+      for (auto& [name, p] : model.named_parameters()) {
+        const int from = owner(name, config, pp.world_size());
+        std::int64_t bits = 0;
+        if (from == 0) bits = has.at(name);
+        else pp.recv(collectives::Buffer(&bits, 1, i64), from);
+        std::size_t k = 0;  // the next of this parameter's tensors
+        for (std::size_t i = 0; i <= states.size(); ++i) {
+          if (i > 0 && (bits >> (i - 1) & 1) == 0) continue;
+          Tensor t = Tensor::empty(p.shape(), p.dtype());
+          if (from == 0) kernels::copy_(t, whole.at(name)[k]);
+          else pp.recv(synced_buffer(t), from);
+          ++k;
+          file.emplace(i == 0 ? name : "optimizer." + states[i - 1] + "." + name, t);
+        }
       }
+      file.emplace("optimizer.steps", Tensor::full({1}, static_cast<double>(steps), DType::Int64));
+      std::map<std::string, std::string> meta = checkpoint_metadata(config, vocab, state, steps);
+      meta.emplace("layout", groups.grid.describe().substr(0, groups.grid.describe().find('\n')));
+      meta.emplace("world_size", std::to_string(world.world_size()));
+      save_safetensors(path, file, meta);
     }
-    file.emplace("optimizer.steps", Tensor::full({1}, static_cast<double>(steps), DType::Int64));
-    std::map<std::string, std::string> meta = checkpoint_metadata(config, vocab, state, steps);
-    meta.emplace("layout", groups.grid.describe().substr(0, groups.grid.describe().find('\n')));
-    meta.emplace("world_size", std::to_string(world.world_size()));
-    save_safetensors(path, file, meta);
   }
   world.barrier();  // nobody reads the file before it is complete
 }

@@ -1,5 +1,5 @@
 // The grid's groups (four splits of the world), the data-parallel strategy around a stage with
-// the whole model's gradient norm, and the step: slice the batch for this replica, run the
+// the whole model's gradient norm (with expert parallelism over part of the dp group), and the step: slice the batch for this replica, run the
 // pipeline without syncing, average over the context-parallel ranks, let the strategy average
 // over the data-parallel replicas.
 #include "nn/parallel/grid/grid_training.h"
@@ -47,20 +47,49 @@ std::unique_ptr<DataParallel> grid_data_parallel(const std::string& strategy, st
   return grid_data_parallel(strategy, std::move(stage), groups, std::move(param_groups), make_optimizer, options);
 }
 
-std::unique_ptr<DataParallel> grid_data_parallel(const std::string& strategy, std::shared_ptr<PipelineStage> stage,
-                                                 GridGroups& groups, std::vector<ParamGroup> param_groups,
-                                                 const OptimizerFactory& make_optimizer, DataParallelOptions options) {
-  if (strategy == "fsdp" && options.fsdp_units.empty()) options.fsdp_units = stage->h;
-  const bool tp_replica = stage->is_split() && groups.tp->rank() != 0;
-  const bool wte_copy = stage->tied_copies() && stage->is_last();
-  auto dp = make_data_parallel(strategy, std::move(stage), *groups.dp, std::move(param_groups), make_optimizer, options);
+namespace {
+
+// The whole model's gradient norm over the grid (grid_data_parallel's comment says how).
+void set_grid_norm_scope(DataParallel& dp, const PipelineStage& stage, GridGroups& groups) {
+  const bool tp_replica = stage.is_split() && groups.tp->rank() != 0;
+  const bool wte_copy = stage.tied_copies() && stage.is_last();
   DataParallel::NormScope scope;
   scope.counts = [tp_replica, wte_copy](const std::string& name) {
     if (tp_replica && shard_spec(name).dim < 0) return false;  // replicated over tp: counted on tp rank 0
     return !(wte_copy && name == "wte.weight");                 // the first stage counts wte
   };
   scope.groups = {groups.tp.get(), groups.pp.get()};
-  dp->set_norm_scope(std::move(scope));
+  dp.set_norm_scope(std::move(scope));
+}
+
+}  // namespace
+
+std::unique_ptr<DataParallel> grid_data_parallel(const std::string& strategy, std::shared_ptr<PipelineStage> stage,
+                                                 GridGroups& groups, std::vector<ParamGroup> param_groups,
+                                                 const OptimizerFactory& make_optimizer, DataParallelOptions options) {
+  if (strategy == "fsdp" && options.fsdp_units.empty()) options.fsdp_units = stage->h;
+  const PipelineStage& held = *stage;
+  auto dp = make_data_parallel(strategy, std::move(stage), *groups.dp, std::move(param_groups), make_optimizer, options);
+  set_grid_norm_scope(*dp, held, groups);
+  return dp;
+}
+
+std::unique_ptr<ExpertDataParallel> grid_expert_data_parallel(std::shared_ptr<PipelineStage> stage, GridGroups& groups,
+                                                              int ep, const ExpertDataParallel::ParamGroups& param_groups,
+                                                              const OptimizerFactory& make_optimizer) {
+  if (ep < 1 || groups.dp->world_size() % ep != 0)
+    throw std::invalid_argument(fmt::format("grid_expert_data_parallel on {}: an expert-parallel group of {} ranks does "
+                                            "not divide the data-parallel group of {} it is a part of",
+                                            collectives::describe_rank(groups.dp->group()), ep,
+                                            groups.dp->world_size()));
+  std::vector<std::shared_ptr<MoE>> layers;
+  for (const auto& block : stage->h) {
+    if (const auto whole = std::dynamic_pointer_cast<Block>(block)) layers.push_back(whole->moe);
+    if (const auto split = std::dynamic_pointer_cast<TensorParallelBlock>(block)) layers.push_back(split->moe);
+  }
+  const PipelineStage& held = *stage;
+  auto dp = std::make_unique<ExpertDataParallel>(std::move(stage), layers, *groups.dp, ep, param_groups, make_optimizer);
+  set_grid_norm_scope(*dp, held, groups);
   return dp;
 }
 

@@ -16,6 +16,7 @@
 
 #include "collectives/communicator.h"
 #include "nn/parallel/data_parallel/make_data_parallel.h"
+#include "nn/parallel/expert_parallel/expert_data_parallel.h"
 #include "nn/parallel/grid/process_grid.h"
 #include "nn/parallel/model_parallel/pipeline_schedule.h"
 
@@ -56,6 +57,16 @@ std::unique_ptr<DataParallel> grid_data_parallel(const std::string& strategy, st
                                                  GridGroups& groups, std::vector<ParamGroup> param_groups,
                                                  const OptimizerFactory& make_optimizer,
                                                  DataParallelOptions options = {});
+
+/// Expert parallelism on the grid: ExpertDataParallel (ddp-naive + ep) over the dp group around
+/// this rank's `stage`, its MoE layers' experts sharded over groups of `ep` consecutive dp ranks
+/// (ranks of one pp and one tp coordinate: the same layers and, under tp, the same tokens), the
+/// non-expert gradients averaged over dp, each expert's summed over the dp ranks holding it and
+/// divided by dp; the norm as grid_data_parallel's, each expert counted once. Throws
+/// std::invalid_argument on every rank of the dp group when ep does not divide it or the experts.
+std::unique_ptr<ExpertDataParallel> grid_expert_data_parallel(std::shared_ptr<PipelineStage> stage, GridGroups& groups,
+                                                              int ep, const ExpertDataParallel::ParamGroups& param_groups,
+                                                              const OptimizerFactory& make_optimizer);
 
 /// One step's forward and backward on the global batch idx/targets [B, T] (the same on every
 /// rank), for the stage `dp` wraps: replica d takes rows [d B/dp, (d+1) B/dp) and cp rank k
