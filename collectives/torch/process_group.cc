@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/sequence_num.hpp>
 #include <fmt/format.h>
 
 #include "collectives/torch/tensors.h"
@@ -54,7 +55,7 @@ std::vector<at::Tensor>& only_list(const CallName& what, std::vector<std::vector
 
 ProcessGroupRinggrad::ProcessGroupRinggrad(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                            std::chrono::milliseconds timeout)
-    : c10d::ProcessGroup(rank, size) {
+    : c10d::ProcessGroup(rank, size), store_(store) {
   transport::Config config;
   config.rank = rank;
   config.world_size = size;
@@ -93,6 +94,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::run(OpType type, std::vecto
   auto work = c10::make_intrusive<TorchWork>(rank_, type, std::move(outputs), std::move(buffers), std::move(finish),
                                              *future_threads_);
   work->start(issue());
+  if (sequenceNum_ && !c10d::isP2POp(type)) sequenceNum_->increment();
   return work;
 }
 
@@ -363,6 +365,19 @@ void ProcessGroupRinggrad::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Wo
   const collectives::Work batch = comm_->batch_isend_irecv(std::move(ops), tags.front());
   for (const auto& work : works) work->start(batch);
 }
+
+void ProcessGroupRinggrad::setSequenceNumberForGroup() {
+  constexpr int kBytes = sizeof(uint64_t);
+  if (rank_ == 0) {
+    const uint64_t start = 1 + std::random_device{}();
+    sequenceNum_ = c10d::SequenceNum(start);
+    store_->set(c10d::kSeqNumStoreKey, c10d::toVec<uint8_t>(start, kBytes));
+  } else {
+    sequenceNum_ = c10d::SequenceNum(c10d::fromVec<uint8_t>(store_->get(c10d::kSeqNumStoreKey)));
+  }
+}
+
+uint64_t ProcessGroupRinggrad::getSequenceNumberForGroup() { return sequenceNum_ ? sequenceNum_->get() : 0; }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::barrier(const c10d::BarrierOptions&) {
   return run(OpType::BARRIER, {}, {}, nullptr, [&] { return comm_->barrier_async(); });

@@ -89,6 +89,10 @@ class ProcessGroupRinggrad : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
   void startCoalescing() override;
   void endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& works) override;
+  /// c10d's sequence number (what torch's desync checks compare): rank 0's random start, given
+  /// to the others through the store, then one more per collective.
+  void setSequenceNumberForGroup() override;
+  uint64_t getSequenceNumberForGroup() override;
 
   /// The Communicator underneath (its host path, statistics, flight record).
   collectives::Communicator& communicator() { return *comm_; }
@@ -100,6 +104,7 @@ class ProcessGroupRinggrad : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> run(c10d::OpType type, std::vector<at::Tensor> outputs, std::vector<at::Tensor> buffers,
                                      std::function<void()> finish, Issue&& issue);
 
+  c10::intrusive_ptr<c10d::Store> store_;
   std::unique_ptr<FutureThreads> future_threads_ = std::make_unique<FutureThreads>();
   std::unique_ptr<collectives::Communicator> comm_;
   // Between startCoalescing and endCoalescing: the sends and receives so far, each with its

@@ -4,7 +4,8 @@ class _DistTestBase) for one backend and world size, under a spawn harness like 
 test/distributed/test_distributed_spawn.py: each test starts WORLD_SIZE fresh processes that
 meet through a file:// init method.
 
-    BACKEND=ringgrad|gloo WORLD_SIZE=2 PYTHONPATH=build/python tests/torch/distributed_suite.py [-k PATTERN] [--json FILE]
+    BACKEND=ringgrad|gloo WORLD_SIZE=2 PYTHONPATH=build/python tests/torch/distributed_suite.py [-k PATTERN] [-x PATTERN]
+        [--json FILE] [--compare FILE]
 
 For ringgrad the suite is told what the backend implements (DistTestCases: a plugin with DDP
 and subgroups), so its DDP and new_group tests run as they do for gloo. Prints one line per
@@ -119,7 +120,12 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("-k", dest="patterns", action="append", default=[],
                         help="run only tests whose name contains this (unittest's -k; repeatable)")
+    parser.add_argument("-x", dest="excludes", action="append", default=[],
+                        help="leave out tests whose name contains this (repeatable)")
     parser.add_argument("--json", help="write {test: [outcome, reason]} here")
+    parser.add_argument("--compare", action="append", default=[],
+                        help="an earlier --json file (repeatable): once gloo's and ringgrad's on this world size are "
+                             "there, list the tests that pass with gloo but not with ringgrad")
     args = parser.parse_args()
     # The suite's barrier and scratch files live under TEMP_DIR, made once here.
     temp_dir = tempfile.mkdtemp(prefix="torch_suite_")
@@ -128,11 +134,16 @@ def main():
         os.mkdir(os.path.join(temp_dir, sub))
     loader = unittest.TestLoader()
     loader.testNamePatterns = [f"*{p}*" for p in args.patterns] or None
-    suite = loader.loadTestsFromTestCase(TestDistBackendWithSpawn)
+    suite = unittest.TestSuite(t for t in loader.loadTestsFromTestCase(TestDistBackendWithSpawn)
+                               if not any(x in t.id() for x in args.excludes))
     log = open(os.path.join(temp_dir, "unittest.log"), "w")
     runner = unittest.TextTestRunner(stream=log, verbosity=2, resultclass=Recorder)
     start = time.time()
-    result = runner.run(suite)
+    report, sys.stdout = sys.stdout, log  # what the test base prints about its processes goes to the log
+    try:
+        result = runner.run(suite)
+    finally:
+        sys.stdout = report
     wall = time.time() - start
     outcomes = result.outcomes
     for name, (outcome, reason) in sorted(outcomes.items()):
@@ -141,11 +152,27 @@ def main():
     counts = {k: sum(1 for o, _ in outcomes.values() if o == k) for k in ("passed", "failed", "skipped")}
     print(f"{BACKEND} on {os.environ['WORLD_SIZE']} ranks: {len(outcomes)} tests, {counts['passed']} passed, "
           f"{counts['failed']} failed, {counts['skipped']} skipped in {wall:.0f} s (log: {log.name})", flush=True)
+    run = {"backend": BACKEND, "world_size": int(os.environ["WORLD_SIZE"]), "wall_s": wall, "counts": counts,
+           "tests": outcomes}
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"backend": BACKEND, "world_size": int(os.environ["WORLD_SIZE"]), "wall_s": wall,
-                       "counts": counts, "tests": outcomes}, f, indent=1, sort_keys=True)
+            json.dump(run, f, indent=1, sort_keys=True)
+    compare([run] + [json.load(open(path)) for path in args.compare if os.path.exists(path)])
+    return 1 if counts["failed"] else 0
+
+
+def compare(runs):
+    """Prints the tests that pass with gloo but not with ringgrad on this world size, if both ran."""
+    by_backend = {r["backend"]: r for r in runs if r["world_size"] == int(os.environ["WORLD_SIZE"])}
+    if not {"gloo", "ringgrad"} <= by_backend.keys():
+        return
+    gloo, ours = by_backend["gloo"]["tests"], by_backend["ringgrad"]["tests"]
+    differ = [t for t, (outcome, _) in sorted(gloo.items()) if outcome == "passed" and ours.get(t, ["absent"])[0] != "passed"]
+    print(f"passed with gloo but not with ringgrad on {os.environ['WORLD_SIZE']} ranks: {len(differ)}")
+    for t in differ:
+        outcome, reason = ours.get(t, ["absent", ""])
+        print(f"  {t}: {outcome}: {reason}")
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())
