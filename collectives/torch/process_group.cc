@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <map>
 #include <random>
 #include <sstream>
 
@@ -88,11 +89,11 @@ ProcessGroupRinggrad::~ProcessGroupRinggrad() {
 }
 
 template <typename Issue>
-c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::run(OpType type, std::vector<at::Tensor> outputs,
-                                                         std::vector<at::Tensor> buffers, std::function<void()> finish,
-                                                         Issue&& issue) {
-  auto work = c10::make_intrusive<TorchWork>(rank_, type, std::move(outputs), std::move(buffers), std::move(finish),
-                                             *future_threads_);
+c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::run(OpType type, const std::vector<at::Tensor>& inputs,
+                                                         std::vector<at::Tensor> outputs, std::vector<at::Tensor> buffers,
+                                                         std::function<void()> finish, Issue&& issue) {
+  auto work = c10::make_intrusive<TorchWork>(rank_, type, inputs, std::move(outputs), std::move(buffers),
+                                             std::move(finish), *future_threads_);
   work->start(issue());
   if (sequenceNum_ && !c10d::isP2POp(type)) sequenceNum_->increment();
   return work;
@@ -105,7 +106,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::broadcast(std::vector<at::T
   const CallName what{"broadcast", rank_, size_};
   const Staged t = stage(what, only(what, tensors));
   const Buffer b = moved(t.data);
-  return run(OpType::BROADCAST, {t.user}, {t.data}, [t] { t.copy_back(); },
+  return run(OpType::BROADCAST, {t.user}, {t.user}, {t.data}, [t] { t.copy_back(); },
              [&] { return comm_->broadcast_async(b, b, static_cast<int>(opts.rootRank)); });
 }
 
@@ -115,7 +116,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::allreduce(std::vector<at::T
   const Staged t = stage(what, only(what, tensors));
   const Reduction r = reduction(what, opts.reduceOp, t.data.scalar_type());
   const Buffer b = reduced(t.data, r);
-  return run(OpType::ALLREDUCE, {t.user}, {t.data}, [t] { t.copy_back(); },
+  return run(OpType::ALLREDUCE, {t.user}, {t.user}, {t.data}, [t] { t.copy_back(); },
              [&] { return comm_->all_reduce_async(b, b, r.op); });
 }
 
@@ -126,7 +127,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::allreduce_coalesced(std::ve
   const at::Tensor flat = flatten(what, tensors);
   const Reduction r = reduction(what, opts.reduceOp, flat.scalar_type());
   const Buffer b = reduced(flat, r);
-  return run(OpType::ALLREDUCE_COALESCED, tensors, {flat}, [flat, tensors] { unflatten(flat, tensors); },
+  return run(OpType::ALLREDUCE_COALESCED, tensors, tensors, {flat}, [flat, tensors] { unflatten(flat, tensors); },
              [&] { return comm_->all_reduce_async(b, b, r.op); });
 }
 
@@ -136,7 +137,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::reduce(std::vector<at::Tens
   const Staged t = stage(what, only(what, tensors));
   const Reduction r = reduction(what, opts.reduceOp, t.data.scalar_type());
   const Buffer b = reduced(t.data, r);
-  return run(OpType::REDUCE, {t.user}, {t.data}, [t] { t.copy_back(); },
+  return run(OpType::REDUCE, {t.user}, {t.user}, {t.data}, [t] { t.copy_back(); },
              [&] { return comm_->reduce_async(b, b, r.op, static_cast<int>(opts.rootRank)); });
 }
 
@@ -153,7 +154,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::allgather(std::vector<std::
   check_like(what, "output", outs, in.user);
   for (const at::Tensor& o : outs) check_cpu(what, o);
   const at::Tensor flat = at::empty({size_ * in.data.numel()}, in.data.options());
-  return run(OpType::ALLGATHER, outs, {in.data, flat}, [flat, outs] { unflatten(flat, outs); },
+  return run(OpType::ALLGATHER, {in.user}, outs, {in.data, flat}, [flat, outs] { unflatten(flat, outs); },
              [&] { return comm_->all_gather_async(moved(in.data), moved(flat)); });
 }
 
@@ -161,7 +162,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::_allgather_base(at::Tensor&
                                                                      const c10d::AllgatherOptions&) {
   const CallName what{"_allgather_base", rank_, size_};
   const Staged in = stage(what, input), out = stage(what, output);
-  return run(OpType::_ALLGATHER_BASE, {out.user}, {in.data, out.data}, [out] { out.copy_back(); },
+  return run(OpType::_ALLGATHER_BASE, {in.user}, {out.user}, {in.data, out.data}, [out] { out.copy_back(); },
              [&] { return comm_->all_gather_async(moved(in.data), moved(out.data)); });
 }
 
@@ -184,7 +185,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::allgather_coalesced(std::ve
   };
   std::vector<at::Tensor> all;
   for (const auto& list : outputs) all.insert(all.end(), list.begin(), list.end());
-  return run(OpType::ALLGATHER_COALESCED, all, {flat_in, flat_out}, finish,
+  return run(OpType::ALLGATHER_COALESCED, inputs, all, {flat_in, flat_out}, finish,
              [&] { return comm_->all_gather_async(moved(flat_in), moved(flat_out)); });
 }
 
@@ -196,7 +197,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::gather(std::vector<std::vec
   if (rank_ != root) {
     TORCH_CHECK(outputs.empty(), "ringgrad ", what, ": only the root (rank ", root, ") takes output tensors");
     const Buffer none{nullptr, 0, moved(in.data).dtype};
-    return run(OpType::GATHER, {}, {in.data}, nullptr, [&] { return comm_->gather_async(moved(in.data), none, root); });
+    return run(OpType::GATHER, {in.user}, {}, {in.data}, nullptr, [&] { return comm_->gather_async(moved(in.data), none, root); });
   }
   std::vector<at::Tensor>& outs = only_list(what, outputs);
   TORCH_CHECK(outs.size() == static_cast<std::size_t>(size_), "ringgrad ", what, ": ", outs.size(),
@@ -204,7 +205,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::gather(std::vector<std::vec
   check_like(what, "output", outs, in.user);
   for (const at::Tensor& o : outs) check_cpu(what, o);
   const at::Tensor flat = at::empty({size_ * in.data.numel()}, in.data.options());
-  return run(OpType::GATHER, outs, {in.data, flat}, [flat, outs] { unflatten(flat, outs); },
+  return run(OpType::GATHER, {in.user}, outs, {in.data, flat}, [flat, outs] { unflatten(flat, outs); },
              [&] { return comm_->gather_async(moved(in.data), moved(flat), root); });
 }
 
@@ -219,7 +220,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::scatter(std::vector<at::Ten
   if (rank_ != root) {
     TORCH_CHECK(inputs.empty(), "ringgrad ", what, ": only the root (rank ", root, ") takes input tensors");
     const ConstBuffer none{nullptr, 0, moved(out.data).dtype};
-    return run(OpType::SCATTER, {out.user}, {out.data}, [out] { out.copy_back(); },
+    return run(OpType::SCATTER, {}, {out.user}, {out.data}, [out] { out.copy_back(); },
                [&] { return comm_->scatter_async(none, moved(out.data), root); });
   }
   std::vector<at::Tensor>& ins = only_list(what, inputs);
@@ -227,7 +228,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::scatter(std::vector<at::Ten
               " input tensors; one per rank (", size_, ") expected");
   check_like(what, "input", ins, out.user);
   const at::Tensor flat = flatten(what, ins);
-  return run(OpType::SCATTER, {out.user}, {flat, out.data}, [out] { out.copy_back(); },
+  return run(OpType::SCATTER, ins, {out.user}, {flat, out.data}, [out] { out.copy_back(); },
              [&] { return comm_->scatter_async(moved(flat), moved(out.data), root); });
 }
 
@@ -242,7 +243,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::reduce_scatter(std::vector<
   check_like(what, "input", ins, out.user);
   const at::Tensor flat = flatten(what, ins);
   const Reduction r = reduction(what, opts.reduceOp, flat.scalar_type());
-  return run(OpType::REDUCE_SCATTER, {out.user}, {flat, out.data}, [out] { out.copy_back(); },
+  return run(OpType::REDUCE_SCATTER, ins, {out.user}, {flat, out.data}, [out] { out.copy_back(); },
              [&] { return comm_->reduce_scatter_async(reduced(flat, r), reduced(out.data, r), r.op); });
 }
 
@@ -251,7 +252,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::_reduce_scatter_base(at::Te
   const CallName what{"_reduce_scatter_base", rank_, size_};
   const Staged in = stage(what, input), out = stage(what, output);
   const Reduction r = reduction(what, opts.reduceOp, in.data.scalar_type());
-  return run(OpType::_REDUCE_SCATTER_BASE, {out.user}, {in.data, out.data}, [out] { out.copy_back(); },
+  return run(OpType::_REDUCE_SCATTER_BASE, {in.user}, {out.user}, {in.data, out.data}, [out] { out.copy_back(); },
              [&] { return comm_->reduce_scatter_async(reduced(in.data, r), reduced(out.data, r), r.op); });
 }
 
@@ -264,7 +265,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::alltoall_base(at::Tensor& o
   const CallName what{"alltoall_base", rank_, size_};
   const Staged in = stage(what, input), out = stage(what, output);
   if (output_split_sizes.empty() && input_split_sizes.empty())
-    return run(OpType::ALLTOALL_BASE, {out.user}, {in.data, out.data}, [out] { out.copy_back(); },
+    return run(OpType::ALLTOALL_BASE, {in.user}, {out.user}, {in.data, out.data}, [out] { out.copy_back(); },
                [&] { return comm_->all_to_all_async(moved(in.data), moved(out.data)); });
   // Split sizes count rows (slices along dim 0); ringgrad counts elements of the moved dtype.
   auto counts = [&](const at::Tensor& t, const std::vector<int64_t>& splits, const char* role) {
@@ -284,7 +285,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::alltoall_base(at::Tensor& o
   };
   const std::vector<std::size_t> send_counts = counts(in.data, input_split_sizes, "input");
   const std::vector<std::size_t> recv_counts = counts(out.data, output_split_sizes, "output");
-  return run(OpType::ALLTOALL_BASE, {out.user}, {in.data, out.data}, [out] { out.copy_back(); }, [&] {
+  return run(OpType::ALLTOALL_BASE, {in.user}, {out.user}, {in.data, out.data}, [out] { out.copy_back(); }, [&] {
     return comm_->all_to_all_v_async(moved(in.data), send_counts, moved(out.data), recv_counts);
   });
 }
@@ -309,7 +310,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::alltoall(std::vector<at::Te
     recv_total += outputs[q].numel();
   }
   const at::Tensor flat_out = at::empty({recv_total}, flat_in.options());
-  return run(OpType::ALLTOALL, outputs, {flat_in, flat_out}, [flat_out, outputs] { unflatten(flat_out, outputs); }, [&] {
+  return run(OpType::ALLTOALL, inputs, outputs, {flat_in, flat_out}, [flat_out, outputs] { unflatten(flat_out, outputs); }, [&] {
     return comm_->all_to_all_v_async(moved(flat_in), send_counts, moved(flat_out), recv_counts);
   });
 }
@@ -324,9 +325,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::send(std::vector<at::Tensor
     batch_.push_back(collectives::P2POp::send(moved(t.data), dst));
     batch_tags_.push_back(wire_tag);
     return batch_works_.emplace_back(
-        c10::make_intrusive<TorchWork>(rank_, OpType::SEND, std::vector{t.user}, std::vector{t.data}, nullptr, *future_threads_));
+        c10::make_intrusive<TorchWork>(rank_, OpType::SEND, std::vector{t.user}, std::vector{t.user},
+                                       std::vector{t.data}, nullptr, *future_threads_));
   }
-  return run(OpType::SEND, {t.user}, {t.data}, nullptr, [&] { return comm_->send_async(moved(t.data), dst, wire_tag); });
+  return run(OpType::SEND, {t.user}, {t.user}, {t.data}, nullptr, [&] { return comm_->send_async(moved(t.data), dst, wire_tag); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
@@ -337,10 +339,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::recv(std::vector<at::Tensor
     batch_.push_back(collectives::P2POp::recv(moved(t.data), src));
     batch_tags_.push_back(wire_tag);
     return batch_works_.emplace_back(
-        c10::make_intrusive<TorchWork>(rank_, OpType::RECV, std::vector{t.user}, std::vector{t.data},
-                                       [t] { t.copy_back(); }, *future_threads_));
+        c10::make_intrusive<TorchWork>(rank_, OpType::RECV, std::vector{t.user}, std::vector{t.user},
+                                       std::vector{t.data}, [t] { t.copy_back(); }, *future_threads_));
   }
-  return run(OpType::RECV, {t.user}, {t.data}, [t] { t.copy_back(); },
+  return run(OpType::RECV, {t.user}, {t.user}, {t.data}, [t] { t.copy_back(); },
              [&] { return comm_->recv_async(moved(t.data), src, wire_tag); });
 }
 
@@ -350,20 +352,22 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::recvAnysource(std::vector<a
 
 void ProcessGroupRinggrad::startCoalescing() { coalescing_ = true; }
 
+// One ringgrad batch per tag (a batch matches its peers' by one tag), in increasing tag order on
+// every rank: batch t waits only on the peers' batches of tag t, which every rank reaches after
+// finishing those of smaller tags, so the batches cannot wait on one another in a cycle.
 void ProcessGroupRinggrad::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>&) {
   coalescing_ = false;
-  std::vector<collectives::P2POp> ops = std::move(batch_);
-  std::vector<uint64_t> tags = std::move(batch_tags_);
-  std::vector<c10::intrusive_ptr<TorchWork>> works = std::move(batch_works_);
+  std::map<uint64_t, std::vector<std::size_t>> by_tag;  // op indices of each tag, in issue order
+  for (std::size_t i = 0; i < batch_.size(); ++i) by_tag[batch_tags_[i]].push_back(i);
+  for (const auto& [tag, indices] : by_tag) {
+    std::vector<collectives::P2POp> ops;
+    for (std::size_t i : indices) ops.push_back(batch_[i]);
+    const collectives::Work batch = comm_->batch_isend_irecv(std::move(ops), tag);
+    for (std::size_t i : indices) batch_works_[i]->start(batch);
+  }
   batch_.clear();
   batch_tags_.clear();
   batch_works_.clear();
-  if (ops.empty()) return;
-  for (uint64_t tag : tags)
-    TORCH_CHECK(tag == tags.front(), "ringgrad ", CallName{"batch_isend_irecv", rank_, size_}, ": its sends and receives carry tags ",
-                tags.front(), " and ", tag, "; one batch takes one tag");
-  const collectives::Work batch = comm_->batch_isend_irecv(std::move(ops), tags.front());
-  for (const auto& work : works) work->start(batch);
 }
 
 void ProcessGroupRinggrad::setSequenceNumberForGroup() {
@@ -380,7 +384,7 @@ void ProcessGroupRinggrad::setSequenceNumberForGroup() {
 uint64_t ProcessGroupRinggrad::getSequenceNumberForGroup() { return sequenceNum_ ? sequenceNum_->get() : 0; }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::barrier(const c10d::BarrierOptions&) {
-  return run(OpType::BARRIER, {}, {}, nullptr, [&] { return comm_->barrier_async(); });
+  return run(OpType::BARRIER, {}, {}, {}, nullptr, [&] { return comm_->barrier_async(); });
 }
 
 }  // namespace ringgrad::torch_backend

@@ -98,10 +98,12 @@ class ProcessGroupRinggrad : public c10d::ProcessGroup {
   collectives::Communicator& communicator() { return *comm_; }
 
  private:
-  // Issues a call and wraps it in a TorchWork: `issue` returns the ringgrad Work; `buffers`
-  // are what it reads and writes (held until it ends); `finish` runs after it.
+  // Issues a call and wraps it in a TorchWork: `issue` returns the ringgrad Work; `inputs` are
+  // the caller's (for the profiler), `buffers` what the call reads and writes (held until it
+  // ends); `finish` runs after it.
   template <typename Issue>
-  c10::intrusive_ptr<c10d::Work> run(c10d::OpType type, std::vector<at::Tensor> outputs, std::vector<at::Tensor> buffers,
+  c10::intrusive_ptr<c10d::Work> run(c10d::OpType type, const std::vector<at::Tensor>& inputs,
+                                     std::vector<at::Tensor> outputs, std::vector<at::Tensor> buffers,
                                      std::function<void()> finish, Issue&& issue);
 
   c10::intrusive_ptr<c10d::Store> store_;
