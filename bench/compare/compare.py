@@ -57,6 +57,7 @@ HERE = Path(__file__).resolve().parent
 SECTIONS = ["all_reduce", "collectives", "gpt", "ddp", "mlp"]  # what "all" runs
 EXTRA = ["latency", "contest", "torch"]  # sections run only when named
 TORCH_SIZES = [8 * 8 ** i for i in range(8)] + [64 << 20]  # the torch section's all_reduce: 8 B to 64 MiB
+TORCH_CEILING = "PyTorch, 2 processes alone"  # the torch section's DDP ceiling
 CEILING = "2 processes alone"  # the ddp section's no-communication ceiling
 # Every perf tool warms up for this long (ms) before each row, after its counted warm-up: a CPU
 # that sat idle runs slowly for its first milliseconds, whoever runs on it (perf_driver.cc).
@@ -237,7 +238,7 @@ def jobs_for(sections, args, sizes):
     if "torch" in sections:
         # PyTorch over each backend: the same scripts, --backend the only difference.
         on_path = {"PYTHONPATH": str(Path(args.build).resolve() / "python")}
-        reduce = [python, HERE / "torch_all_reduce.py", "--port", "{port}", "--iters", "50", "--sizes", *TORCH_SIZES]
+        reduce = [python, HERE / "torch_all_reduce.py", "--port", "{port}", "--iters", "200", "--sizes", *TORCH_SIZES]
         mlp_twin = [python, HERE / "torch_mlp.py", "--port", "{port}", "--world_size", "2"]
         for backend in ("ringgrad", "gloo"):
             peer = f"PyTorch on {backend}"
@@ -250,6 +251,18 @@ def jobs_for(sections, args, sizes):
                      Job("torch", [peer], mlp_twin + ["--backend", backend],
                          (lambda peer: lambda out, _: {peer: {("DDP MLP", "samples/s"): last_json_line(out)["samples_per_s"]}})(peer),
                          env=on_path, needs=torch)]
+        # DDP's ceiling on these cores: each twin as two one-process runs of a rank's share at once,
+        # their rates summed, as if the ranks never had to talk.
+        alone = lambda command: (f"{shlex.join(map(str, command))} >'{{json}}.0' & a=$!; "
+                                 f"{shlex.join(map(str, command))} >'{{json}}.1' & b=$!; wait $a; s=$?; wait $b || exit; exit $s")
+        summed = lambda key, field: lambda _, path: {TORCH_CEILING: {key: sum(last_json_line(Path(f"{path}.{i}").read_text())[field]
+                                                                            for i in (0, 1))}}
+        gpt_alone = [a for a in twin if a != "--port" and a != "{port}"] + ["--batch_size", "12"]
+        mlp_alone = [python, HERE / "torch_mlp.py", "--batch_size", "32"]
+        jobs += [Job("torch", [TORCH_CEILING], ["sh", "-c", alone(gpt_alone)], summed(("DDP baby GPT", "tokens/s"), "tokens_per_s"),
+                     needs=torch),
+                 Job("torch", [TORCH_CEILING], ["sh", "-c", alone(mlp_alone)], summed(("DDP MLP", "samples/s"), "samples_per_s"),
+                     needs=torch)]
     if "contest" in sections:
         budget = ["--time_budget", str(args.budget)]
         for recipe, flags in CONTEST_RECIPES.items():
@@ -471,9 +484,10 @@ def main():
         out += [table("PyTorch over its ringgrad backend and over gloo, 2 ranks: torch.distributed.all_reduce (float32 "
                       "sum, in place), time", r, peers, [("all_reduce", s) for s in TORCH_SIZES], False, "us",
                       {"PyTorch on gloo": "PyTorch on ringgrad"}), ""]
-        out += [table("PyTorch DDP over its ringgrad backend and over gloo, 2 ranks (baby GPT: 12 sequences each; MLP: "
-                      "32 samples each)", r, peers, [("DDP baby GPT", "tokens/s"), ("DDP MLP", "samples/s")], True, "per s",
-                      {"PyTorch on gloo": "PyTorch on ringgrad"}), ""]
+        out += [table(f"PyTorch DDP over its ringgrad backend and over gloo, 2 ranks (baby GPT: 12 sequences each; MLP: "
+                      f"32 samples each; against {TORCH_CEILING}, DDP's ceiling, the ratio is the share of it reached)", r,
+                      peers + [TORCH_CEILING], [("DDP baby GPT", "tokens/s"), ("DDP MLP", "samples/s")], True, "per s",
+                      {"PyTorch on gloo": "PyTorch on ringgrad", TORCH_CEILING: "PyTorch on ringgrad"}), ""]
     if "contest" in results:
         out += [contest_table(results["contest"], args.budget, args.rounds), ""]
     text = "\n".join(out)

@@ -101,10 +101,9 @@ class ProcessGroupRinggrad : public c10d::ProcessGroup {
   // Issues a call and wraps it in a TorchWork: `issue` returns the ringgrad Work; `inputs` are
   // the caller's (for the profiler), `buffers` what the call reads and writes (held until it
   // ends); `finish` runs after it.
-  template <typename Issue>
   c10::intrusive_ptr<c10d::Work> run(c10d::OpType type, const std::vector<at::Tensor>& inputs,
                                      std::vector<at::Tensor> outputs, std::vector<at::Tensor> buffers,
-                                     std::function<void()> finish, Issue&& issue);
+                                     std::function<void()> finish, const std::function<collectives::Work()>& issue);
 
   c10::intrusive_ptr<c10d::Store> store_;
   std::unique_ptr<FutureThreads> future_threads_ = std::make_unique<FutureThreads>();
