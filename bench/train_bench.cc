@@ -1,6 +1,6 @@
 // train_bench: times GPT training steps (forward, backward, clip, AdamW) of a preset and
 // prints ms/iter, tokens/s, peak RSS and where the time goes by op kind. Compare with
-// PyTorch on the same machine: /usr/bin/python3 torch_gpt.py --no_eval --max_iters 200.
+// PyTorch on the same machine: /usr/bin/python3 bench/compare/torch_gpt.py --data ... --steps 200.
 //
 //   train_bench --config baby --iters 100 --threads 1
 //   train_bench --config baby --iters 200 --trace_cost    # what recording a timeline costs

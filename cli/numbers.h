@@ -6,6 +6,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdint>
+#include <stdexcept>
 #include <string>
 #include <system_error>
 
@@ -46,6 +47,26 @@ inline CLI::Validator at_least(std::int64_t lo) { return detail::whole(">= " + s
 /// A check that passes a whole number from `lo` to `hi` (a port, a rank count, a flag's 0 or 1).
 inline CLI::Validator between(std::int64_t lo, std::int64_t hi) {
   return detail::whole("in [" + std::to_string(lo) + ", " + std::to_string(hi) + "]", lo, hi);
+}
+
+/// The largest size parse_bytes takes: 1 TiB (no host has more).
+inline constexpr double kMaxBytes = 1099511627776.0;
+
+/// A size in bytes: a number with an optional B, K, M or G (binary: K = 1024), from 0 to 1T.
+/// Throws std::invalid_argument naming the text.
+inline std::size_t parse_bytes(const std::string& s) {
+  std::size_t pos = 0;
+  double v = -1;
+  try {
+    v = std::stod(s, &pos);
+  } catch (const std::exception&) {
+    pos = 0;
+  }
+  const std::string unit = s.substr(pos);
+  const double scale = unit.empty() || unit == "B" ? 1 : unit == "K" ? 1024.0 : unit == "M" ? 1048576.0 : unit == "G" ? 1073741824.0 : -1;
+  if (pos == 0 || scale < 0) throw std::invalid_argument("size '" + s + "': expected a number with an optional K, M or G");
+  if (!(v >= 0 && v * scale <= kMaxBytes)) throw std::invalid_argument("size '" + s + "' is not between 0 and 1T");
+  return static_cast<std::size_t>(v * scale);
 }
 
 inline const CLI::Validator kNonNegative = finite(">= 0", [](double v) { return v >= 0; });

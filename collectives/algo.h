@@ -2,6 +2,7 @@
 // the backends that run collectives on device buffers (RINGGRAD_BACKEND).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string_view>
 
@@ -12,6 +13,8 @@ enum class CollKind : uint8_t {
   kBroadcast, kReduce, kAllReduce, kAllGather, kReduceScatter, kBarrier, kSend, kRecv,
   kGather, kScatter, kAllToAll, kBatchSendRecv, kAllToAllV,
 };
+/// How many kinds there are (tables indexed by CollKind).
+inline constexpr std::size_t kCollKinds = static_cast<std::size_t>(CollKind::kAllToAllV) + 1;
 
 /// Algorithm of a collective. kAuto picks the cheapest under the CostModel. kRing for
 /// broadcast/reduce means the pipelined chain; kLinear: the root talks to every rank directly;

@@ -6,11 +6,14 @@
 namespace ringgrad::collectives {
 
 AlgoChoice::AlgoChoice(const CostModel& model, Algo preferred, int world_size, int hosts)
-    : model_(model), preferred_(preferred), world_size_(world_size), hosts_(hosts) {}
+    : model_(model), world_size_(world_size), hosts_(hosts) {
+  for (std::size_t k = 0; k < kCollKinds; ++k)
+    if (has_algo(static_cast<CollKind>(k), preferred)) preferred_[k] = preferred;
+}
 
 Algo AlgoChoice::pick(CollKind kind, Algo algo, std::size_t n) const {
   if (algo != Algo::kAuto) return algo;
-  if (has_algo(kind, preferred_)) return preferred_;
+  if (const Algo preferred = preferred_[static_cast<std::size_t>(kind)]; preferred != Algo::kAuto) return preferred;
   if (kind == CollKind::kBarrier || !is_collective(kind)) return Algo::kAuto;
   const std::uint64_t question = static_cast<std::uint64_t>(n) << 16 | static_cast<std::uint64_t>(kind) << 8;
   const std::uint64_t kept = last_.load(std::memory_order_relaxed);

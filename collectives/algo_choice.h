@@ -3,6 +3,7 @@
 // call's size (cost_model.h). Every rank holds the same model, so all choose alike.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -26,7 +27,8 @@ class AlgoChoice {
  private:
   mutable std::mutex mutex_;  // guards model_
   CostModel model_;
-  Algo preferred_;
+  // RINGGRAD_ALGO's algorithm for each collective that has it, else kAuto.
+  std::array<Algo, kCollKinds> preferred_{};
   int world_size_, hosts_;
   // A training loop often asks about one size over and over: the model's answer for the last
   // size asked is kept (comparing every algorithm costs a tenth of a small all-reduce), packed

@@ -1,6 +1,6 @@
 // calibrate(): alpha and beta from ping-pong between rank 0 and a peer (T(m) = alpha + m beta
 // one way, from 8 B and 4 MiB round trips), once with a peer on another host and once with one
-// on its own; gamma from a local 4 MiB float32 sum; rank 0's figures are broadcast so every
+// on its own, over shared memory where 2 ranks' collectives take it; gamma from a local 4 MiB float32 sum; rank 0's figures are broadcast so every
 // rank picks the same algorithm.
 #include <algorithm>
 #include <chrono>
@@ -17,13 +17,20 @@ using Clock = std::chrono::steady_clock;
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-// Median one-way time of a `bytes` message between rank 0 and `peer` (others idle).
+// Median one-way time of a `bytes` message between rank 0 and `peer` (others idle). Sends and
+// receives always go over TCP, but the collectives of 2 ranks on one host through shared memory:
+// there each way is a broadcast from one rank to the other (chain_broadcast: one message, in
+// pieces), so the figures are those of the path the collectives take.
 double one_way(Communicator& comm, std::vector<std::byte>& buf, std::size_t bytes, int reps, int peer) {
   const Buffer b{buf.data(), bytes, DType::kUInt8};
+  const bool shared_memory = comm.world_size() == 2 && comm.host_path().starts_with("shared memory");
   std::vector<double> times;
   for (int i = 0; i < reps; ++i) {
     const auto t0 = Clock::now();
-    if (comm.rank() == 0) {
+    if (shared_memory) {
+      comm.broadcast(b, b, 0, Algo::kRing);
+      comm.broadcast(b, b, 1, Algo::kRing);
+    } else if (comm.rank() == 0) {
       comm.send(b, peer);
       comm.recv(b, peer);
     } else if (comm.rank() == peer) {

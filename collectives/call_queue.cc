@@ -41,14 +41,6 @@ void complete(Work::State& state, std::exception_ptr error) {
   state.cv.notify_all();
 }
 
-// The bytes a send, recv or batch moves from or to this rank.
-std::uint64_t point_to_point_bytes(const Task& task) {
-  if (task.kind != CollKind::kBatchSendRecv) return task.args.count * dtype_size(task.args.dtype);
-  std::uint64_t bytes = 0;
-  for (const P2POp& op : task.ops) bytes += op.buffer.count * dtype_size(op.buffer.dtype);
-  return bytes;
-}
-
 }  // namespace
 
 void Work::wait() {
@@ -121,7 +113,7 @@ Work CallQueue::submit(Task&& task, bool blocking) {
     ++next_seq_;
   }
   ++counted.calls;
-  counted.bytes += is_collective(task.kind) ? task.bytes : point_to_point_bytes(task);
+  counted.bytes += task.bytes;
   if (inline_run) {
     running_ = true;
     lock.unlock();

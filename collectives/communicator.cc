@@ -10,6 +10,7 @@
 
 #include "collectives/backends/device_backend.h"
 #include "collectives/backends/mpi_backend.h"
+#include "collectives/backends/mpi_bootstrap.h"
 #include "collectives/call_queue.h"
 #include "collectives/call_runner.h"
 #include "collectives/check.h"
@@ -24,12 +25,23 @@ const Buffer kNoRecv{};
 // Hosts as the cost model sees them: the hosts when each holds as many ranks, else one.
 int model_hosts(const HostLayout& hosts) { return hosts.uniform() ? hosts.hosts() : 1; }
 
+// The job's transport. A job of several ranks with no rendezvous address (mpirun without
+// MASTER_ADDR and MASTER_PORT) and backend mpi finds rank 0 through MPI (mpi_bootstrap.h).
+std::unique_ptr<transport::Transport> join(const transport::Config& config, Backend backend) {
+  if (backend == Backend::kMpi && config.world_size > 1 && config.master_port == 0) {
+    check_backend(backend, config.rank);  // an MPI build, else say so
+    return join_through_mpi(config);
+  }
+  return std::make_unique<transport::Transport>(config);
+}
+
 }  // namespace
 
 // --- Construction ------------------------------------------------------------------------
 
+// A moved-from CommOptions keeps its backend, so join() reads it whichever argument comes first.
 Communicator::Communicator(const transport::Config& config, CommOptions options)
-    : Communicator(std::make_unique<transport::Transport>(config), std::move(options)) {}
+    : Communicator(join(config, options.backend), std::move(options)) {}
 
 Communicator::Communicator(std::unique_ptr<transport::Transport> transport, CommOptions options)
     : transport_(std::move(transport)),

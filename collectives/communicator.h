@@ -51,9 +51,11 @@ struct Task;
 /// to NCCL, host calls still to ringgrad's TCP path (like a gloo + NCCL process group).
 class Communicator {
  public:
-  /// Joins the job described by config (see transport::Transport). Throws TransportError;
-  /// CollectiveError when options.backend is nccl but this build has no NCCL or no GPU is visible,
-  /// or (on every rank) when some ranks have the argument check on and others off.
+  /// Joins the job described by config (see transport::Transport); with backend mpi and no
+  /// master_port (mpirun without MASTER_ADDR/MASTER_PORT), through MPI (mpi_bootstrap.h).
+  /// Throws TransportError; CollectiveError when options.backend is nccl but this build has no
+  /// NCCL or no GPU is visible, or mpi and it has no MPI, or (on every rank) when some ranks
+  /// have the argument check on and others off.
   explicit Communicator(const transport::Config& config, CommOptions options = CommOptions::from_env());
   explicit Communicator(std::unique_ptr<transport::Transport> transport, CommOptions options = CommOptions::from_env());
   /// Finishes the queued operations, then closes the connections.

@@ -10,9 +10,6 @@
 
 namespace ringgrad::collectives {
 
-// The largest all-reduce the model times with the one-shot algorithm.
-constexpr double kOneShotMaxBytes = 64 << 10;
-
 double CostModel::predict(CollKind kind, Algo algo, std::size_t bytes, int p, int hosts) const {
   if (p <= 1) return 0.0;
   const double n = static_cast<double>(bytes), P = p;
@@ -25,10 +22,7 @@ double CostModel::predict(CollKind kind, Algo algo, std::size_t bytes, int p, in
     case CollKind::kAllReduce:
       if (algo == Algo::kRing) return segments * 2 * (P - 1) * a + 2 * (P - 1) / P * n * b + (P - 1) / P * n * g;
       if (algo == Algo::kTree) return 2 * L * a + L * n * (2 * b + g);
-      // Offered for small vectors only: past 64 KiB the ring is faster on 2 ranks over shared
-      // memory (one-shot reduces the whole vector on every rank), though the model, paying the
-      // ring an alpha per segment, would say otherwise; and its workspace is p n bytes.
-      if (algo == Algo::kOneShot && n <= kOneShotMaxBytes) return (P - 1) * (a + n * (b + g));
+      if (algo == Algo::kOneShot) return (P - 1) * (a + n * (b + g));
       if (algo == Algo::kHierarchical && (hosts <= 1 || p % hosts != 0))
         return predict(kind, Algo::kRing, bytes, p, hosts);  // what hier runs then
       if (algo == Algo::kHierarchical) {
@@ -78,7 +72,10 @@ Algo CostModel::choose(CollKind kind, std::size_t n, int p, int hosts) const {
   Algo best = Algo::kRing;
   double best_t = std::numeric_limits<double>::infinity();
   for (Algo a : kAllAlgos) {
-    if (!has_algo(kind, a)) continue;
+    // One-shot past kOneShotMaxBytes: the ring is faster on 2 ranks over shared memory (one-shot
+    // reduces the whole vector on every rank), though the model, paying the ring an alpha per
+    // segment, would say otherwise; and one-shot's workspace is p n bytes.
+    if (!has_algo(kind, a) || (a == Algo::kOneShot && n > kOneShotMaxBytes)) continue;
     const double t = predict(kind, a, n, p, hosts);
     if (t < best_t) best = a, best_t = t;
   }

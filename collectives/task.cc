@@ -74,6 +74,7 @@ Task point_to_point_task(CollKind kind, ConstBuffer send, Buffer recv, int peer,
   t.peer = peer;
   t.tag = user_tag(tag);
   t.device = op.buffer.device;
+  t.bytes = op.buffer.count * dtype_size(op.buffer.dtype);
   t.invalid = check_op(op, rank, world_size);
   return t;
 }
@@ -126,6 +127,7 @@ Task batch_task(std::vector<P2POp> ops, uint64_t tag, int rank, int world_size) 
       why = fmt::format("it is in {} but op 0 is in {}: one batch, one kind of memory", memory_name(op.buffer.device),
                         memory_name(t.device));
     if (!why.empty()) t.invalid = fmt::format("op {} ({} rank {}): {}", i, op.is_send ? "send to" : "recv from", op.peer, why);
+    t.bytes += op.buffer.count * dtype_size(op.buffer.dtype);
   }
   t.ops = std::move(ops);
   return t;

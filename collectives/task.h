@@ -22,7 +22,7 @@ namespace ringgrad::collectives {
 struct Task {
   CollKind kind;
   Algo algo = Algo::kAuto;  // as asked; the Communicator resolves kAuto before it runs
-  std::size_t bytes = 0;    // nccl-tests' size: what the cost model chooses the algorithm by
+  std::size_t bytes = 0;    // collectives: nccl-tests' size, which the algorithm is chosen by; others: the bytes moved
   CollArgs args{};
   int device = kHost;  // where this rank's buffers are
   int peer = -1;       // send/recv only

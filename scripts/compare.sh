@@ -11,10 +11,14 @@ cd "$(dirname "$0")/.."
 /usr/bin/python3 bench/compare/compare.py --args-only "$@"  # a wrong argument stops here, before any install or build
 # The peers' packages too (install_deps.sh names whatever it installs).
 scripts/install_deps.sh python3-torch libgloo-dev openmpi-bin libopenmpi-dev
-# Forget an earlier configure's "not found" for the peers' libraries, so they are looked for again.
+# Forget an earlier configure's "not found" for the peers' libraries, so they are looked for again:
+# each such entry goes with the comment lines above it (CMake would read a comment's next line,
+# blank, as the entry).
 if [ -f build/CMakeCache.txt ]; then
-  sed -i '/^MPI_[A-Za-z_]*:.*NOTFOUND$/d; /^Gloo_DIR:.*NOTFOUND$/d; /^Torch_DIR:.*NOTFOUND$/d; /^pybind11_DIR:.*NOTFOUND$/d' \
-    build/CMakeCache.txt
+  awk '/^\/\//  { help = help $0 "\n"; next }
+       !/^(MPI_[A-Za-z_]*|Gloo_DIR|Torch_DIR|pybind11_DIR):.*NOTFOUND$/ { printf "%s%s\n", help, $0 }
+       { help = "" }' build/CMakeCache.txt > build/CMakeCache.txt.new
+  mv build/CMakeCache.txt.new build/CMakeCache.txt
 fi
 # The torch section also needs ringgrad's torch backend, and what it is built from.
 torch_backend=()

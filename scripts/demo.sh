@@ -17,10 +17,14 @@ scripts/install_deps.sh
 scripts/build.sh ringgrad-run train_mlp train_gpt
 run="build/bin/ringgrad-run --nproc-per-node 2"
 
+start=$SECONDS
 echo "== MLP 784-256-10 on Fashion-MNIST, 2 processes, DDP (global batch 64 = 2 x 32)"
 $run build/bin/train_mlp --data /usr/share/datasets/fashion-mnist --batch-size 64 --hidden 256 \
   --strategy ddp --log-every 300 --log build/demo_mlp.jsonl
+echo "== MLP trained in $((SECONDS - start)) s"
 
+start=$SECONDS
 echo "== char-level GPT on $text, 2 processes, DDP, 300 iterations of the baby recipe"
 $run build/bin/train_gpt --data "$text" --config baby --strategy ddp --max_iters 300 --lr_decay_iters 300 \
   --eval_interval 100 --log_interval 50 --sample_tokens 200 --log build/demo_gpt.jsonl
+echo "== GPT trained in $((SECONDS - start)) s"

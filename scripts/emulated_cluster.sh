@@ -8,10 +8,13 @@
 # namespaces cannot be made. Addresses are 10.203.0.x, inside those namespaces only.
 #   scripts/emulated_cluster.sh [BUILD_DIR] [HOSTS] [RANKS] [RATE] [DELAY] [MAXBYTES]
 #   defaults:                    build      2       2       1gbit  100us   16M
+# ALGOS names the algorithms; PERF_ARGS, when set, replaces the sweep's flags (-b 8 -e MAXBYTES
+# -f 8 -n 5 -w 1), as bench/sim/sim_vs_real.py does to add --json.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 build=${1:-build} hosts=${2:-2} ranks=${3:-2} rate=${4:-1gbit} delay=${5:-100us} max=${6:-16M}
 algos=${ALGOS:-ring,tree,hd,hier,auto}
+read -r -a sweep <<< "${PERF_ARGS:--b 8 -e $max -f 8 -n 5 -w 1}"
 prefix=rgc$$
 switch=${prefix}sw
 for tool in ip tc; do
@@ -59,16 +62,19 @@ for i in $(seq 0 $((hosts - 1))); do
 done
 
 port=$((29000 + $$ % 1000))
+# One secret for the hosts' launchers to share: a job of several nodes carries it (docs/transport.md).
+RINGGRAD_JOB_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \n')
+export RINGGRAD_JOB_TOKEN
 echo "# emulated cluster: $hosts hosts x $ranks ranks, links $shaping; $(nproc) CPUs for all $((hosts * ranks)) ranks"
 for i in $(seq 1 $((hosts - 1))); do
   ip netns exec "${prefix}h$i" "$build/bin/ringgrad-run" --nnodes "$hosts" --node-rank "$i" --nproc-per-node "$ranks" \
     --master-addr 10.203.0.1 --master-port "$port" \
-    "$build/bin/all_reduce_perf" -b 8 -e "$max" -f 8 -n 5 -w 1 -a "$algos" --calibrate > /dev/null &
+    "$build/bin/all_reduce_perf" "${sweep[@]}" -a "$algos" --calibrate > /dev/null &
   pids+=($!)
 done
 ip netns exec "${prefix}h0" "$build/bin/ringgrad-run" --nnodes "$hosts" --node-rank 0 --nproc-per-node "$ranks" \
   --master-addr 10.203.0.1 --master-port "$port" \
-  "$build/bin/all_reduce_perf" -b 8 -e "$max" -f 8 -n 5 -w 1 -a "$algos" --calibrate &
+  "$build/bin/all_reduce_perf" "${sweep[@]}" -a "$algos" --calibrate &
 pids+=($!)
 status=0
 for pid in "${pids[@]}"; do wait "$pid" || status=$?; done

@@ -23,7 +23,9 @@ done
 cd "$(dirname "$0")/.."
 mkdir -p build/logs
 log=build/logs/install.log
-printf 'installing %d packages (%s)... ' "${#missing[@]}" "${missing[*]}"
+plural=s
+[ ${#missing[@]} -eq 1 ] && plural=""
+printf 'installing %d package%s (%s)... ' "${#missing[@]}" "$plural" "${missing[*]}"
 start=$SECONDS
 sudo=""
 [ "$(id -u)" -ne 0 ] && sudo="sudo"

@@ -1,6 +1,7 @@
 // cuBLAS for the tensor library: the library loaded at first use, one handle per GPU bound to
 // the tensor stream, and the one place where ringgrad's row-major GEMMs become cuBLAS's
-// column-major ones. At bf16 precision the operands are converted to bf16 buffers first.
+// column-major ones. At bf16 precision the operands are converted to bf16 buffers first, or come
+// converted (gemm_batched_bfloat16).
 #include "tensor/cublas.h"
 
 #include <cublas_v2.h>
@@ -14,6 +15,7 @@
 #include <string>
 #include <type_traits>
 
+#include "tensor/cuda_buffer.h"
 #include "tensor/cuda_common.h"
 #include "tensor/cuda_runtime.h"
 #include "tensor/precision.h"
@@ -79,32 +81,16 @@ void check_cublas(cublasStatus_t status, const char* what) {
 }
 #define RINGGRAD_CUBLAS_CHECK(expr) check_cublas((expr), #expr)
 
-// Device memory from the caching allocator, returned when the buffer goes out of scope (later
-// work on the tensor stream is ordered after the kernels that use it).
-class DeviceBuffer {
- public:
-  DeviceBuffer(std::size_t nbytes, int device) : ptr_(allocate(nbytes, device, false)), nbytes_(nbytes), device_(device) {}
-  ~DeviceBuffer() { deallocate(ptr_, nbytes_, device_); }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  void* get() const { return ptr_; }
-
- private:
-  void* ptr_;
-  std::size_t nbytes_;
-  int device_;
-};
-
 // A cuBLAS handle on one GPU. Its stream is the tensor stream, so GEMMs are ordered with every
 // other kernel; its workspace comes from the caching allocator (cuBLAS would otherwise
 // cudaMalloc one of its own).
 class Handle {
  public:
-  explicit Handle(int device) : workspace_(kWorkspaceBytes, device) {
+  explicit Handle(int device) : workspace_(static_cast<std::int64_t>(kWorkspaceBytes), device) {
     DeviceGuard guard(device);
     RINGGRAD_CUBLAS_CHECK(cublas().create(&handle_));
     RINGGRAD_CUBLAS_CHECK(cublas().set_stream(handle_, stream(device)));
-    RINGGRAD_CUBLAS_CHECK(cublas().set_workspace(handle_, workspace_.get(), kWorkspaceBytes));
+    RINGGRAD_CUBLAS_CHECK(cublas().set_workspace(handle_, workspace_.data(), kWorkspaceBytes));
   }
   ~Handle() { cublas().destroy(handle_); }
   Handle(const Handle&) = delete;
@@ -113,7 +99,7 @@ class Handle {
 
  private:
   static constexpr std::size_t kWorkspaceBytes = 32 << 20;  // what PyTorch gives cuBLAS on Hopper
-  DeviceBuffer workspace_;
+  DeviceArray<std::byte> workspace_;
   cublasHandle_t handle_ = nullptr;
 };
 
@@ -151,12 +137,12 @@ void column_major_gemm(int device, const kernels::GemmArgs<T>& g, const kernels:
 }
 
 // One operand in bf16: its span (the elements it reads, in every batch entry) converted.
-std::unique_ptr<DeviceBuffer> bfloat16_copy(const float* x, std::int64_t span, std::int64_t count, std::int64_t stride,
-                                            int device) {
+DeviceArray<std::uint16_t> bfloat16_copy(const float* x, std::int64_t span, std::int64_t count, std::int64_t stride,
+                                         int device) {
   const std::int64_t n = span + (count - 1) * stride;
-  auto buffer = std::make_unique<DeviceBuffer>(static_cast<std::size_t>(n) * sizeof(std::uint16_t), device);
-  to_bfloat16(x, static_cast<std::uint16_t*>(buffer->get()), n, device);
-  return buffer;
+  DeviceArray<std::uint16_t> copy(n, device);
+  to_bfloat16(x, copy.data(), n, device);
+  return copy;
 }
 
 }  // namespace
@@ -173,9 +159,14 @@ void gemm_batched(int device, const kernels::GemmArgs<T>& g, const kernels::Gemm
     // Strides of the batch are kept, so a stride-0 operand is converted once.
     const auto a = bfloat16_copy(g.a, kernels::span_a(g), batch.count, batch.stride_a, device);
     const auto b = bfloat16_copy(g.b, kernels::span_b(g), batch.count, batch.stride_b, device);
-    column_major_gemm(device, g, batch, a->get(), b->get(), {CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F}, &g.alpha,
-                      &g.beta);
+    gemm_batched_bfloat16(device, g, a.data(), b.data(), batch);
   }
+}
+
+void gemm_batched_bfloat16(int device, const kernels::GemmArgs<float>& g, const std::uint16_t* a,
+                           const std::uint16_t* b, const kernels::GemmBatch& batch) {
+  if (g.m == 0 || g.n == 0 || batch.count == 0) return;
+  column_major_gemm(device, g, batch, a, b, {CUDA_R_16BF, CUDA_R_32F, CUBLAS_COMPUTE_32F}, &g.alpha, &g.beta);
 }
 
 template void gemm_batched(int, const kernels::GemmArgs<float>&, const kernels::GemmBatch&);

@@ -1,6 +1,6 @@
-// Config::from_env: rank and world size from the torchrun-style variables, else from Open MPI's
-// or Slurm's, the rendezvous address from MASTER_ADDR/MASTER_PORT in every case, and how small
-// receives wait.
+// Config::from_env: rank and world size from the torchrun-style variables, else from Open MPI's,
+// MPICH's or Slurm's, the rendezvous address from MASTER_ADDR/MASTER_PORT, the job's id and
+// token, and how small receives wait.
 
 #include "transport/config.h"
 
@@ -14,6 +14,7 @@
 
 #include "transport/cpus.h"
 #include "transport/error.h"
+#include "transport/net.h"
 
 namespace ringgrad::transport {
 namespace {
@@ -34,6 +35,8 @@ int64_t parse_int(const char* name, std::string_view text, int64_t lo, int64_t h
 }
 
 // The first of the (rank, size) variable pairs that is set, or an error listing all of them.
+// MPICH's come before Slurm's: mpiexec inside a Slurm allocation passes on the allocation's
+// SLURM_PROCID (0 for every rank) and SLURM_NTASKS.
 struct Source {
   const char* rank;
   const char* size;
@@ -41,6 +44,7 @@ struct Source {
 constexpr Source kSources[] = {
     {"RANK", "WORLD_SIZE"},
     {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+    {"PMI_RANK", "PMI_SIZE"},
     {"SLURM_PROCID", "SLURM_NTASKS"},
 };
 
@@ -68,13 +72,19 @@ Config Config::from_env() {
   config.world_size = static_cast<int>(parse_int(found->size, *env(found->size), 1, 1 << 20));
   config.rank = static_cast<int>(parse_int(found->rank, *env(found->rank), 0, config.world_size - 1));
 
-  if (auto addr = env("MASTER_ADDR")) config.master_addr = std::string(*addr);
-  else if (config.world_size > 1)
+  // A torchrun-style launcher sets the rendezvous with the rank; under mpirun or srun the user
+  // sets both variables or neither (then backend mpi finds rank 0 through MPI).
+  const auto addr = env("MASTER_ADDR");
+  const auto port = env("MASTER_PORT");
+  const bool required = found == &kSources[0] || addr || port;
+  if (addr) config.master_addr = std::string(*addr);
+  else if (config.world_size > 1 && required)
     throw TransportError("ringgrad: MASTER_ADDR is not set: it names the host of rank 0, which serves the rendezvous store");
-  if (auto port = env("MASTER_PORT")) config.master_port = static_cast<uint16_t>(parse_int("MASTER_PORT", *port, 1, 65535));
-  else if (config.world_size > 1)
+  if (port) config.master_port = static_cast<uint16_t>(parse_int("MASTER_PORT", *port, 1, 65535));
+  else if (config.world_size > 1 && required)
     throw TransportError("ringgrad: MASTER_PORT is not set: it is the TCP port of the rendezvous store on MASTER_ADDR");
   if (auto bind = env("RINGGRAD_BIND_ADDR")) config.bind_addr = std::string(*bind);
+  if (auto token = env("RINGGRAD_JOB_TOKEN")) config.job_token = std::string(*token);
   if (auto job = env("RINGGRAD_JOB_ID")) config.job_id = std::string(*job);
   else if (auto slurm_job = env("SLURM_JOB_ID"))  // the tasks of one srun share job and step ids
     config.job_id = fmt::format("slurm-{}.{}", *slurm_job, env("SLURM_STEP_ID").value_or("0"));
@@ -94,6 +104,10 @@ Config Config::from_env() {
     config.receive_poll = receive_poll_default(local_ranks, static_cast<int>(allowed_cpus().size()));
   }
   return config;
+}
+
+bool Config::loopback_only() const {
+  return net::is_loopback(master_addr) && (bind_addr.empty() || net::is_loopback(bind_addr));
 }
 
 std::chrono::microseconds receive_poll_default(int local_ranks, int cpus) {

@@ -164,13 +164,46 @@ std::string local_address_towards(const std::string& host, uint16_t port) {
   return address_text(reinterpret_cast<const sockaddr*>(&local));
 }
 
+bool is_loopback(const std::string& host) {
+  AddrInfo addrs;
+  try {
+    addrs = resolve(host, 0, SOCK_STREAM);
+  } catch (const TransportError&) {
+    return false;
+  }
+  for (addrinfo* a = addrs.get(); a != nullptr; a = a->ai_next) {
+    if (a->ai_family == AF_INET) {
+      if ((ntohl(reinterpret_cast<const sockaddr_in*>(a->ai_addr)->sin_addr.s_addr) >> 24) != 127) return false;
+    } else if (a->ai_family != AF_INET6 || !IN6_IS_ADDR_LOOPBACK(&reinterpret_cast<const sockaddr_in6*>(a->ai_addr)->sin6_addr)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+namespace {
+
+// "host:port" of a socket address filled in by getpeername or getsockname.
+std::string name_of(const sockaddr_storage& addr) {
+  uint16_t port = addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<const sockaddr_in6*>(&addr)->sin6_port)
+                                             : ntohs(reinterpret_cast<const sockaddr_in*>(&addr)->sin_port);
+  return fmt::format("{}:{}", address_text(reinterpret_cast<const sockaddr*>(&addr)), port);
+}
+
+}  // namespace
+
 std::string peer_name(int fd) {
   sockaddr_storage addr{};
   socklen_t len = sizeof addr;
   if (::getpeername(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "?";
-  uint16_t port = addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
-                                             : ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port);
-  return fmt::format("{}:{}", address_text(reinterpret_cast<const sockaddr*>(&addr)), port);
+  return name_of(addr);
+}
+
+std::string local_name(int fd) {
+  sockaddr_storage addr{};
+  socklen_t len = sizeof addr;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) return "?";
+  return name_of(addr);
 }
 
 }  // namespace ringgrad::transport::net

@@ -51,7 +51,12 @@ void read_exact(int fd, std::span<std::byte> bytes, Clock::time_point deadline, 
 /// The local address this host would use to reach host (no packet is sent): a UDP socket
 /// "connected" to it, then getsockname. Throws TransportError if host does not resolve.
 std::string local_address_towards(const std::string& host, uint16_t port);
+/// Whether host resolves to loopback addresses only (127.0.0.0/8, ::1): a job that meets there
+/// never leaves this host. False when host does not resolve.
+bool is_loopback(const std::string& host);
 /// "host:port" of the peer of a connected socket, for log lines.
 std::string peer_name(int fd);
+/// "host:port" of this end of a connected socket: how the peer's log names it.
+std::string local_name(int fd);
 
 }  // namespace ringgrad::transport::net

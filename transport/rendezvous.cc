@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "transport/error.h"
+#include "transport/job_token.h"
 #include "transport/wire.h"
 
 namespace ringgrad::transport {
@@ -48,17 +49,19 @@ class Handshake : public std::enable_shared_from_this<Handshake> {
         self->timer_.cancel();
         return;
       }
-      size_t job_id_bytes = 0;
+      size_t job_id_bytes = 0, token_bytes = 0;
       try {
-        self->hello_ = wire::decode_hello_fixed(self->fixed_, job_id_bytes);
+        self->hello_ = wire::decode_hello_fixed(self->fixed_, job_id_bytes, token_bytes);
       } catch (const TransportError& e) {
         self->refuse(e.what());
         return;
       }
-      self->hello_.job_id.resize(job_id_bytes);  // at most wire::kMaxJobIdBytes
-      asio::async_read(self->socket_, asio::buffer(self->hello_.job_id), [self](asio::error_code ec2, size_t) {
-        if (ec2) self->timer_.cancel();
-        else self->check();
+      self->rest_.resize(job_id_bytes + token_bytes);  // at most wire::kMaxJobIdBytes + wire::kMaxTokenBytes
+      asio::async_read(self->socket_, asio::buffer(self->rest_), [self, job_id_bytes](asio::error_code ec2, size_t) {
+        if (ec2) return static_cast<void>(self->timer_.cancel());
+        self->hello_.job_id.assign(self->rest_.begin(), self->rest_.begin() + static_cast<std::ptrdiff_t>(job_id_bytes));
+        self->hello_.token.assign(self->rest_.begin() + static_cast<std::ptrdiff_t>(job_id_bytes), self->rest_.end());
+        self->check();
       });
     });
   }
@@ -66,6 +69,10 @@ class Handshake : public std::enable_shared_from_this<Handshake> {
  private:
   void check() {
     const Hello& h = hello_;
+    // The token first: a stranger learns nothing of the job, its id included.
+    if (!same_job_token(h.token, config_.job_token))
+      return refuse(h.token.empty() ? "no job token (RINGGRAD_JOB_TOKEN), and this job has one"
+                                    : "wrong job token (RINGGRAD_JOB_TOKEN differs from this rank's)");
     if (h.job_id != config_.job_id) return refuse(fmt::format("job id '{}' is not this job's '{}'", h.job_id, config_.job_id));
     if (h.world_size != config_.world_size)
       return refuse(fmt::format("world size {} is not this job's {}", h.world_size, config_.world_size));
@@ -111,6 +118,7 @@ class Handshake : public std::enable_shared_from_this<Handshake> {
   Accepted& accepted_;
   std::string from_;
   std::array<std::byte, wire::kHelloFixedBytes> fixed_{};
+  std::string rest_;  // job id, then token
   Hello hello_;
   std::vector<std::byte> reply_;
 };
@@ -135,14 +143,14 @@ net::Fd connect_to(const Config& config, Store& store, int peer, net::Clock::tim
                                                     std::chrono::milliseconds(0)));
   } catch (const TransportError& e) {
     throw TransportError(fmt::format("{}: rank {} did not join within {} s (has it started, with this job's WORLD_SIZE, "
-                                     "MASTER_ADDR, MASTER_PORT and RINGGRAD_JOB_ID?): {}",
+                                     "MASTER_ADDR, MASTER_PORT, RINGGRAD_JOB_ID and RINGGRAD_JOB_TOKEN?): {}",
                                      where, peer, std::chrono::duration<double>(config.timeout).count(), e.what()));
   }
   const size_t colon = address.rfind(':');
   const std::string host = address.substr(0, colon);
   const auto port = static_cast<uint16_t>(std::stoi(address.substr(colon + 1)));
   net::Fd fd = net::connect(host, port, deadline, where);
-  std::vector<std::byte> hello = wire::encode_hello({config.rank, config.world_size, config.job_id});
+  std::vector<std::byte> hello = wire::encode_hello({config.rank, config.world_size, config.job_id, config.job_token});
   net::write_all(fd.get(), hello, deadline, where);
   std::array<std::byte, wire::kReplyFixedBytes> fixed;
   net::read_exact(fd.get(), fixed, deadline, where);

@@ -1,9 +1,10 @@
 // Rendezvous: builds the full mesh of TCP connections of a job through the Store. Every rank
 // listens on an ephemeral port of its interface address and publishes "address:port"; each
 // rank connects to the lower ranks and accepts the higher ones, so each pair gets one
-// connection. A hello (job id, rank, world size) opens every connection and the acceptor
-// refuses, with a logged reason, anything that does not belong: another job, a rank that
-// should not connect to it, a duplicate, a malformed hello.
+// connection. A hello (job id, job token, rank, world size) opens every connection and the
+// acceptor refuses, with a logged reason naming the address it came from, anything that does
+// not belong: no or a wrong job token, another job, a rank that should not connect to it, a
+// duplicate, a malformed hello, silence until the rendezvous deadline.
 #pragma once
 
 #include <vector>

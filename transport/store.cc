@@ -55,7 +55,8 @@ class StoreConnection {
   std::mutex mutex_;
 };
 
-Store::Store(const std::string& host, uint16_t port, const std::string& job_id, int rank, std::chrono::milliseconds timeout)
+Store::Store(const std::string& host, uint16_t port, const std::string& job_id, const std::string& job_token, int rank,
+             std::chrono::milliseconds timeout)
     : timeout_(timeout) {
   const std::string where = fmt::format("rank {}: store at {}:{}", rank, host, port);
   const auto deadline = net::Clock::now() + timeout;
@@ -82,7 +83,8 @@ Store::Store(const std::string& host, uint16_t port, const std::string& job_id, 
                              std::chrono::milliseconds(1s));
   StoreConnection::Answer answer;
   try {
-    answer = conn_->request(proto::Op::hello, job_id, std::to_string(rank), left, 0ms);
+    answer = conn_->request(proto::Op::hello, job_id, proto::encode_hello_value({static_cast<uint32_t>(rank), job_token}),
+                            left, 0ms);
   } catch (const TransportError& e) {
     throw TransportError(fmt::format("{} (is the process listening on MASTER_PORT {} the store of rank 0 of this job?)",
                                      e.what(), port));

@@ -16,10 +16,11 @@ class StoreConnection;
 
 class Store {
  public:
-  /// Connects to the store at host:port, retrying while it starts, for at most `timeout`.
-  /// `timeout` is also the default for get and wait. `rank` only names this client in errors.
-  /// Throws TransportError when it cannot connect or the server refuses the job id.
-  Store(const std::string& host, uint16_t port, const std::string& job_id, int rank,
+  /// Connects to the store at host:port, retrying while it starts, for at most `timeout`, and
+  /// says hello with the job's id and token. `timeout` is also the default for get and wait.
+  /// `rank` only names this client in errors and in the server's log. Throws TransportError
+  /// when it cannot connect or the server refuses the token or the job id.
+  Store(const std::string& host, uint16_t port, const std::string& job_id, const std::string& job_token, int rank,
         std::chrono::milliseconds timeout);
   ~Store();
   Store(const Store&) = delete;

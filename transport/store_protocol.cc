@@ -80,6 +80,17 @@ ResponseHeader decode_response_header(std::span<const std::byte, kResponseFixedB
   return header;
 }
 
+std::string encode_hello_value(const HelloValue& hello) {
+  std::string bytes(4, '\0');
+  wire::put_u32(reinterpret_cast<std::byte*>(bytes.data()), hello.rank);
+  return bytes + hello.token;
+}
+
+HelloValue decode_hello_value(std::string_view value) {
+  if (value.size() < 4) malformed(fmt::format("a hello value of {} bytes, shorter than a rank", value.size()));
+  return {get_u32(reinterpret_cast<const std::byte*>(value.data())), std::string(value.substr(4))};
+}
+
 std::string encode_i64(int64_t v) {
   std::string bytes(8, '\0');
   wire::put_u64(reinterpret_cast<std::byte*>(bytes.data()), static_cast<uint64_t>(v));

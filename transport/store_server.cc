@@ -1,6 +1,7 @@
 // StoreServer: an Asio accept loop and one session per client connection; each session reads a
 // request (header, then key and value once their lengths are checked), answers it, and reads
-// the next. A get/wait on a missing key parks the session until a set or its timer fires.
+// the next. The first must be a hello with the job's token and id, within the timeout. A
+// get/wait on a missing key parks the session until a set or its timer fires.
 
 #include "transport/store_server.h"
 
@@ -13,6 +14,8 @@
 #include <fmt/format.h>
 
 #include "transport/error.h"
+#include "transport/job_token.h"
+#include "transport/net.h"
 #include "transport/store_protocol.h"
 
 namespace ringgrad::transport {
@@ -25,11 +28,13 @@ class Session;
 
 class StoreService {
  public:
-  StoreService(uint16_t port, std::string job_id);
+  explicit StoreService(const Config& config);
   ~StoreService();
   uint16_t port() const { return port_; }
 
   const std::string& job_id() const { return job_id_; }
+  const std::string& job_token() const { return job_token_; }
+  std::chrono::milliseconds hello_timeout() const { return hello_timeout_; }
   std::unordered_map<std::string, std::string>& data() { return data_; }
   // Sessions parked on a key; woken by set/add of that key.
   void park(const std::string& key, const std::shared_ptr<Session>& session) { waiters_[key].push_back(session); }
@@ -41,7 +46,8 @@ class StoreService {
   asio::io_context io_;
   tcp::acceptor acceptor_{io_};
   uint16_t port_ = 0;
-  std::string job_id_;
+  std::string job_id_, job_token_;
+  std::chrono::milliseconds hello_timeout_;
   std::unordered_map<std::string, std::string> data_;
   std::unordered_map<std::string, std::vector<std::weak_ptr<Session>>> waiters_;
   std::thread thread_;
@@ -55,6 +61,16 @@ class Session : public std::enable_shared_from_this<Session> {
     auto remote = socket_.remote_endpoint(ec);
     peer_ = ec ? "?" : fmt::format("{}:{}", remote.address().to_string(), remote.port());
     socket_.set_option(tcp::no_delay(true), ec);
+  }
+
+  // Serves the connection: its hello first, within the server's hello timeout.
+  void start() {
+    timer_.expires_after(server_.hello_timeout());
+    timer_.async_wait([self = shared_from_this()](asio::error_code ec) {
+      if (!ec && !self->greeted_)
+        self->drop(fmt::format("no hello within {} s", std::chrono::duration<double>(self->server_.hello_timeout()).count()));
+    });
+    read_header();
   }
 
   void read_header() {
@@ -91,14 +107,7 @@ class Session : public std::enable_shared_from_this<Session> {
     std::string value(reinterpret_cast<const char*>(body_.data()) + header_.key_bytes, header_.value_bytes);
     if (!greeted_ && header_.op != proto::Op::hello) return drop("first request is not a hello");
     switch (header_.op) {
-      case proto::Op::hello:
-        if (key != server_.job_id()) {
-          std::string reason = fmt::format("job id '{}' is not this store's job '{}'", key, server_.job_id());
-          fmt::print(stderr, "ringgrad store: refused a client at {} (rank {}): {}\n", peer_, value, reason);
-          return respond(proto::Status::refused, reason, /*then_close=*/true);
-        }
-        greeted_ = true;
-        return respond(proto::Status::ok, "");
+      case proto::Op::hello: return hello(key, value);
       case proto::Op::set:
         server_.data()[key] = value;
         respond(proto::Status::ok, "");
@@ -110,6 +119,31 @@ class Session : public std::enable_shared_from_this<Session> {
         if (server_.data().count(key) != 0) return answer_parked();
         return park(header_.timeout_ms);
     }
+  }
+
+  // The token first: a stranger learns nothing of the job, its id included.
+  void hello(const std::string& job_id, const std::string& value) {
+    if (greeted_) return drop("a second hello");
+    proto::HelloValue hello;
+    try {
+      hello = proto::decode_hello_value(value);
+    } catch (const TransportError& e) {
+      return drop(e.what());
+    }
+    if (!same_job_token(hello.token, server_.job_token()))
+      return refuse(hello.rank, hello.token.empty() ? "no job token (RINGGRAD_JOB_TOKEN), and this job has one"
+                                                    : "wrong job token (RINGGRAD_JOB_TOKEN differs from rank 0's)");
+    if (job_id != server_.job_id())
+      return refuse(hello.rank, fmt::format("job id '{}' is not this store's job '{}'", job_id, server_.job_id()));
+    greeted_ = true;
+    timer_.cancel();
+    respond(proto::Status::ok, "");
+  }
+
+  void refuse(uint32_t rank, const std::string& reason) {
+    fmt::print(stderr, "ringgrad store: refused a client at {} (calling itself rank {}): {}\n", peer_, rank, reason);
+    timer_.cancel();
+    respond(proto::Status::refused, reason, /*then_close=*/true);
   }
 
   void add(const std::string& key, const std::string& delta_bytes) {
@@ -148,9 +182,11 @@ class Session : public std::enable_shared_from_this<Session> {
   }
 
   void drop(const std::string& reason) {
+    if (!socket_.is_open()) return;
     fmt::print(stderr, "ringgrad store: closed the connection from {}: {}\n", peer_, reason);
     asio::error_code ignored;
     socket_.close(ignored);
+    timer_.cancel();
   }
 
   tcp::socket socket_;
@@ -166,20 +202,33 @@ class Session : public std::enable_shared_from_this<Session> {
   std::string parked_key_;
 };
 
-StoreService::StoreService(uint16_t port, std::string job_id) : job_id_(std::move(job_id)) {
-  // Every interface, IPv6 and IPv4 at once where the host allows it: peers reach rank 0 at
-  // whatever MASTER_ADDR names.
+StoreService::StoreService(const Config& config)
+    : job_id_(config.job_id), job_token_(config.job_token), hello_timeout_(config.timeout) {
+  const uint16_t port = config.master_port;
   asio::error_code ec;
-  acceptor_.open(tcp::v6(), ec);
-  if (!ec) acceptor_.set_option(asio::ip::v6_only(false), ec);
-  if (ec) {
-    acceptor_.close(ec);
-    acceptor_.open(tcp::v4());
+  tcp::endpoint endpoint;
+  if (net::is_loopback(config.master_addr)) {
+    // The job meets on loopback: the store stays there, on the address clients try first.
+    tcp::resolver resolver(io_);
+    auto found = resolver.resolve(config.master_addr, std::to_string(port), ec);
+    if (ec || found.empty())
+      throw TransportError(fmt::format("ringgrad store: cannot resolve '{}': {}", config.master_addr, ec.message()));
+    endpoint = found.begin()->endpoint();
+    acceptor_.open(endpoint.protocol());
+  } else {
+    // Every interface, IPv6 and IPv4 at once where the host allows it: peers reach rank 0 at
+    // whatever MASTER_ADDR names.
+    acceptor_.open(tcp::v6(), ec);
+    if (!ec) acceptor_.set_option(asio::ip::v6_only(false), ec);
+    if (ec) {
+      acceptor_.close(ec);
+      acceptor_.open(tcp::v4());
+    }
+    endpoint = tcp::endpoint(acceptor_.local_endpoint().protocol() == tcp::v6() ? asio::ip::address(asio::ip::address_v6::any())
+                                                                                  : asio::ip::address(asio::ip::address_v4::any()),
+                             port);
   }
   acceptor_.set_option(tcp::acceptor::reuse_address(true));
-  tcp::endpoint endpoint(acceptor_.local_endpoint().protocol() == tcp::v6() ? asio::ip::address(asio::ip::address_v6::any())
-                                                                              : asio::ip::address(asio::ip::address_v4::any()),
-                         port);
   acceptor_.bind(endpoint, ec);
   if (ec) throw TransportError(fmt::format("ringgrad store: cannot listen on port {}: {}", port, ec.message()));
   acceptor_.listen();
@@ -195,7 +244,7 @@ StoreService::~StoreService() {
 
 void StoreService::accept() {
   acceptor_.async_accept([this](asio::error_code ec, tcp::socket socket) {
-    if (!ec) std::make_shared<Session>(std::move(socket), *this)->read_header();
+    if (!ec) std::make_shared<Session>(std::move(socket), *this)->start();
     if (ec != asio::error::operation_aborted) accept();
   });
 }
@@ -211,7 +260,7 @@ void StoreService::wake(const std::string& key) {
 
 }  // namespace detail
 
-StoreServer::StoreServer(uint16_t port, std::string job_id) : impl_(std::make_unique<detail::StoreService>(port, std::move(job_id))) {}
+StoreServer::StoreServer(const Config& config) : impl_(std::make_unique<detail::StoreService>(config)) {}
 StoreServer::~StoreServer() = default;
 uint16_t StoreServer::port() const { return impl_->port(); }
 

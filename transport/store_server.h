@@ -5,7 +5,8 @@
 
 #include <cstdint>
 #include <memory>
-#include <string>
+
+#include "transport/config.h"
 
 namespace ringgrad::transport {
 
@@ -15,10 +16,13 @@ class StoreService;
 
 class StoreServer {
  public:
-  /// Listens on every interface at port (0 = an ephemeral one) and serves clients of job_id
-  /// until destroyed; connections from other jobs and malformed requests are refused and logged
-  /// to stderr. Throws TransportError if the port cannot be bound.
-  StoreServer(uint16_t port, std::string job_id);
+  /// Listens at config.master_port (0 = an ephemeral one): on master_addr's loopback address
+  /// when it is one, else on every interface; serves clients of
+  /// config.job_id that carry config.job_token until destroyed. A client without the token, of
+  /// another job, silent for config.timeout before its hello, or sending a malformed request is
+  /// dropped, with a line on stderr naming its address; the others are served on. Throws
+  /// TransportError if the port cannot be bound.
+  explicit StoreServer(const Config& config);
   ~StoreServer();
   StoreServer(const StoreServer&) = delete;
   StoreServer& operator=(const StoreServer&) = delete;

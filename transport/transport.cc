@@ -17,6 +17,7 @@
 #include "transport/connection.h"
 #include "transport/rendezvous.h"
 #include "transport/store_server.h"
+#include "transport/wire.h"
 
 namespace ringgrad::transport {
 namespace detail {
@@ -52,9 +53,22 @@ Config Engine::validated(Config config) {
   if (config.world_size < 1 || config.rank < 0 || config.rank >= config.world_size)
     throw TransportError(fmt::format("ringgrad transport: rank {} is not in [0, world size {})", config.rank, config.world_size));
   if (config.master_port == 0 && config.world_size > 1)
-    throw TransportError(fmt::format("ringgrad transport: rank {}: master_port is 0; a job of {} ranks needs the port of "
-                                     "rank 0's store (MASTER_PORT; ringgrad-run picks a free one)",
+    throw TransportError(fmt::format("ringgrad transport: rank {}: no rendezvous: a job of {} ranks needs MASTER_ADDR and "
+                                     "MASTER_PORT, the host and port of rank 0's store (ringgrad-run sets them; under "
+                                     "mpirun pass -x MASTER_ADDR=host -x MASTER_PORT=port, or run backend mpi, which "
+                                     "finds rank 0 through MPI)",
                                      config.rank, config.world_size));
+  if (config.job_token.size() > wire::kMaxTokenBytes)
+    throw TransportError(fmt::format("ringgrad transport: rank {}: a job token of {} bytes; at most {} (RINGGRAD_JOB_TOKEN)",
+                                     config.rank, config.job_token.size(), wire::kMaxTokenBytes));
+  // Without a token anyone who reaches the ports could join or feed the job; on loopback only
+  // processes of this host can, as with any local service, so a job by hand may go without.
+  if (config.job_token.empty() && config.world_size > 1 && !config.loopback_only())
+    throw TransportError(fmt::format("ringgrad transport: rank {}: the job meets on a network (MASTER_ADDR '{}'{}) but has "
+                                     "no job token: set RINGGRAD_JOB_TOKEN to one secret on every rank, e.g. "
+                                     "export RINGGRAD_JOB_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')",
+                                     config.rank, config.master_addr,
+                                     config.bind_addr.empty() ? "" : fmt::format(", RINGGRAD_BIND_ADDR '{}'", config.bind_addr)));
   if (config.timeout.count() <= 0)
     throw TransportError(fmt::format("ringgrad transport: rank {}: the timeout is {} ms; it must be positive (RINGGRAD_TIMEOUT "
                                      "seconds or Config::timeout)",
@@ -66,7 +80,7 @@ Engine::Engine(const Config& config, std::unique_ptr<StoreServer> server)
     : config_(validated(config)), server_(std::move(server)) {
   if (config_.rank == 0 && !server_) {
     try {
-      server_ = std::make_unique<StoreServer>(config_.master_port, config_.job_id);
+      server_ = std::make_unique<StoreServer>(config_);
     } catch (const TransportError& e) {
       const bool privileged = config_.master_port < 1024 && ::geteuid() != 0;
       throw TransportError(fmt::format("ringgrad transport: rank 0: cannot serve the rendezvous store: {} ({})", e.what(),
@@ -76,7 +90,8 @@ Engine::Engine(const Config& config, std::unique_ptr<StoreServer> server)
     }
   }
   const uint16_t store_port = server_ ? server_->port() : config_.master_port;  // a lone rank 0 may use any port
-  store_ = std::make_unique<Store>(config_.master_addr, store_port, config_.job_id, config_.rank, config_.timeout);
+  store_ = std::make_unique<Store>(config_.master_addr, store_port, config_.job_id, config_.job_token, config_.rank,
+                                   config_.timeout);
   std::vector<net::Fd> fds = connect_mesh(config_, *store_);
   peers_.resize(fds.size());
   for (size_t peer = 0; peer < fds.size(); ++peer)

@@ -53,13 +53,14 @@ class Transport {
  public:
   /// Joins the job: rank 0 serves the Store at master_addr:master_port; every rank listens on
   /// an ephemeral port of bind_addr, publishes it, and connects to the lower ranks while
-  /// accepting the higher ones. Returns when this rank is connected to every peer.
-  /// Throws TransportError on an invalid config or when the mesh is not complete within
-  /// config.timeout.
+  /// accepting the higher ones; every connection carries config.job_token. Returns when this
+  /// rank is connected to every peer. Throws TransportError on an invalid config (no
+  /// master_port in a job of several ranks; no job token in a job that is not loopback_only())
+  /// or when the mesh is not complete within config.timeout.
   explicit Transport(const Config& config);
   /// The same, where rank 0 passes the store's server already listening (on master_port): for a
-  /// caller that publishes the port elsewhere first, such as a torch process group that learns
-  /// it through torch's own store. The transport owns it from then on, as its own.
+  /// caller that publishes the port elsewhere first, through MPI (collectives/backends/mpi_bootstrap.h)
+  /// or through a torch process group's own store (collectives/torch/). The transport owns it.
   Transport(const Config& config, std::unique_ptr<StoreServer> server);
   ~Transport();
   Transport(const Transport&) = delete;

@@ -53,23 +53,26 @@ FrameBytes encode_frame(const FrameHeader& header);
 FrameHeader decode_frame(std::span<const std::byte, kFrameHeaderBytes> bytes);
 
 // --- Hello (connecting rank -> accepting rank) -------------------------------------------------
-// magic u32 | version u16 | job id length u16 | rank u32 | world size u32 | job id bytes
+// magic u32 | version u16 | job id length u16 | rank u32 | world size u32 | token length u16
+// | 0 u16 | job id bytes | token bytes
 constexpr uint32_t kHelloMagic = 0x31484752;  // "RGH1"
-constexpr uint16_t kVersion = 2;  // 2: frame headers carry the stream
-constexpr size_t kHelloFixedBytes = 16;
+constexpr uint16_t kVersion = 3;  // 2: frame headers carry the stream; 3: the hello carries the job token
+constexpr size_t kHelloFixedBytes = 20;
 constexpr size_t kMaxJobIdBytes = 256;
+constexpr size_t kMaxTokenBytes = 256;  // the longest job token a rank may carry
 
 struct Hello {
   int rank = 0;
   int world_size = 0;
   std::string job_id;
+  std::string token;  // the job token (job_token.h)
 };
 
 std::vector<std::byte> encode_hello(const Hello& hello);
-/// Parses the fixed part; the returned Hello has an empty job_id and `job_id_bytes` (at most
-/// kMaxJobIdBytes) says how many bytes follow. Throws TransportError on a bad magic, version,
-/// length, rank or world size.
-Hello decode_hello_fixed(std::span<const std::byte, kHelloFixedBytes> bytes, size_t& job_id_bytes);
+/// Parses the fixed part; the returned Hello has an empty job_id and token, and `job_id_bytes`
+/// and `token_bytes` (each within its bound) say how many bytes of each follow, job id first.
+/// Throws TransportError on a bad magic, version, length, reserved field, rank or world size.
+Hello decode_hello_fixed(std::span<const std::byte, kHelloFixedBytes> bytes, size_t& job_id_bytes, size_t& token_bytes);
 /// Parses a whole hello (fixed part and job id), as one buffer. Throws as above, and when the
 /// buffer's size does not match.
 Hello decode_hello(std::span<const std::byte> bytes);

@@ -28,20 +28,6 @@ import twin
 from torch_gpt import GPT
 
 
-def lr_at(c, it):
-    """TrainConfig::lr_at: warmup, then the cosine or the WSD trapezoid, then min_lr."""
-    peak, floor, warmup, decay = c["lr"], c["min_lr"], c["warmup_iters"], c["lr_decay_iters"]
-    if it < warmup:
-        return peak * (it + 1) / warmup
-    if it >= decay:
-        return floor
-    if c["lr_schedule"] == "wsd":
-        start = (1 - c["cooldown_frac"]) * decay
-        return peak if it <= start else peak + (floor - peak) * (it - start) / (decay - start)
-    r = (it - warmup) / max(1, decay - warmup)
-    return floor + 0.5 * (1 + math.cos(math.pi * r)) * (peak - floor)
-
-
 def newton_schulz(g, steps=5):
     """nn::newton_schulz: the quintic iteration on the wide orientation, from G / (||G||_F + 1e-7)."""
     a, b, c = 3.4445, -4.7750, 2.0315
@@ -131,7 +117,7 @@ def train(rank, args):
         if elapsed.item() >= args.time_budget:
             break
         start = time.perf_counter()
-        lr = lr_at(c, int(elapsed.item() / args.time_budget * c["lr_decay_iters"]))
+        lr = twin.lr_at(c, int(elapsed.item() / args.time_budget * c["lr_decay_iters"]))
         offsets = torch.randint(len(train_ids) - t - 1, (rows,), generator=gen)
         x = torch.stack([train_ids[o:o + t] for o in offsets])
         y = torch.stack([train_ids[o + 1:o + 1 + t] for o in offsets])

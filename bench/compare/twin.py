@@ -1,7 +1,9 @@
 """What the PyTorch twins share: the flags of a run on local processes, joining its process group
 (over gloo, or over ringgrad through its torch backend: --backend ringgrad, with
 PYTHONPATH=build/python), and starting it (one process, or --world_size of them with
-torch.multiprocessing)."""
+torch.multiprocessing); and train_gpt's learning-rate schedule."""
+import math
+
 import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
@@ -36,3 +38,17 @@ def start(train, args):
         train(0, args)
     else:
         mp.spawn(train, args=(args,), nprocs=args.world_size)
+
+
+def lr_at(c, it):
+    """TrainConfig::lr_at for train_gpt's config `c`: warmup, then the cosine or the WSD trapezoid, then min_lr."""
+    peak, floor, warmup, decay = c["lr"], c["min_lr"], c["warmup_iters"], c["lr_decay_iters"]
+    if it < warmup:
+        return peak * (it + 1) / warmup
+    if it >= decay:
+        return floor
+    if c["lr_schedule"] == "wsd":
+        start = (1 - c["cooldown_frac"]) * decay
+        return peak if it <= start else peak + (floor - peak) * (it - start) / (decay - start)
+    r = (it - warmup) / max(1, decay - warmup)
+    return floor + 0.5 * (1 + math.cos(math.pi * r)) * (peak - floor)

@@ -52,25 +52,11 @@ struct Options {
   bool calibrate = false;
 };
 
-// Sizes up to 1 TiB and step factors up to 2^20: no host has more, and a size times the factor
-// (under 2^60) cannot wrap.
-constexpr double kMaxSize = 1099511627776.0;
+// Step factors up to 2^20: a size (up to cli::kMaxBytes, 1 TiB) times the factor (under 2^60)
+// cannot wrap.
 constexpr int kMaxStepFactor = 1 << 20;
 
-std::size_t parse_size(const std::string& s) {
-  std::size_t pos = 0;
-  double v = -1;
-  try {
-    v = std::stod(s, &pos);
-  } catch (const std::exception&) {
-    pos = 0;
-  }
-  const std::string unit = s.substr(pos);
-  const double scale = unit.empty() || unit == "B" ? 1 : unit == "K" ? 1024.0 : unit == "M" ? 1048576.0 : unit == "G" ? 1073741824.0 : -1;
-  if (pos == 0 || scale < 0) throw std::invalid_argument(fmt::format("size '{}': expected a number with an optional K, M or G", s));
-  if (!(v >= 0 && v * scale <= kMaxSize)) throw std::invalid_argument(fmt::format("size '{}' is not between 0 and 1T", s));
-  return static_cast<std::size_t>(v * scale);
-}
+std::size_t parse_size(const std::string& s) { return cli::parse_bytes(s); }
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -307,7 +293,9 @@ int run(CollKind kind, const Options& o, const Sweep& sweep, Communicator& comm,
                comm.options().check_args ? "on (RINGGRAD_CHECK=0 turns it off)" : "off");
     fmt::print("# memory: {}, backend {}\n", device == collectives::kHost ? "host" : fmt::format("cuda:{} (rank 0)", device),
                o.backend);
-    fmt::print("# cost model ({})\n#\n", model_line);
+    fmt::print("# cost model ({})\n", model_line);
+    fmt::print("# model: its time for the row's algorithm; auto runs the lowest, one-shot up to {} KiB only\n#\n",
+               collectives::kOneShotMaxBytes >> 10);
     fmt::print("# {:>94}{:>36}\n", "out-of-place", "in-place");
     fmt::print("# {:>10} {:>12} {:>8} {:>6} {:>6} {:>8} {:>7} {:>7} {:>6} {:>8} {:>7} {:>7} {:>6} {:>8}  {}\n", "size",
                "count", "type", "redop", "root", "time", "algbw", "busbw", "#wrong", "time", "algbw", "busbw", "#wrong",

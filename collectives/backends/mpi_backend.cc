@@ -67,8 +67,7 @@ struct MpiBackend::Comm {
   }
 };
 
-MpiBackend::MpiBackend(int rank, int world_size)
-    : rank_(rank), world_size_(world_size), comm_(std::make_unique<Comm>()) {
+void start_mpi(int rank, int world_size) {
   int initialized = 0;
   MPI_Initialized(&initialized);
   if (!initialized) {
@@ -87,6 +86,11 @@ MpiBackend::MpiBackend(int rank, int world_size)
   if (mpi_rank != rank || mpi_size != world_size)
     throw CollectiveError(fmt::format("rank {} of {}: backend mpi, but MPI_COMM_WORLD says rank {} of {} (start the "
                                       "program with mpirun, or use backend ringgrad)", rank, world_size, mpi_rank, mpi_size));
+}
+
+MpiBackend::MpiBackend(int rank, int world_size)
+    : rank_(rank), world_size_(world_size), comm_(std::make_unique<Comm>()) {
+  start_mpi(rank, world_size);
 }
 
 MpiBackend::MpiBackend(std::unique_ptr<Comm> comm, int rank, int world_size)

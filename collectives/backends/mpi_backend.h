@@ -17,11 +17,15 @@
 
 namespace ringgrad::collectives {
 
+/// Initialises MPI (MPI_THREAD_MULTIPLE: groups call from their own threads) unless the program
+/// did, with errors returned as codes, and checks that MPI_COMM_WORLD's rank and size are the
+/// job's. Throws CollectiveError naming both when they differ (the program was not started by
+/// mpirun).
+void start_mpi(int rank, int world_size);
+
 class MpiBackend {
  public:
-  /// Initialises MPI (MPI_THREAD_MULTIPLE: groups call from their own threads) unless the
-  /// program did, and checks that MPI_COMM_WORLD's rank and size are the job's. Throws
-  /// CollectiveError naming both when they differ (the program was not started by mpirun).
+  /// Starts MPI (start_mpi) and runs on MPI_COMM_WORLD. Throws as start_mpi does.
   MpiBackend(int rank, int world_size);
   ~MpiBackend();
   MpiBackend(const MpiBackend&) = delete;

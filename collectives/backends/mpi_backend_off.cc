@@ -1,7 +1,8 @@
-// mpi_backend.h for a build without MPI (no libopenmpi-dev found): check_backend refuses
-// RINGGRAD_BACKEND=mpi first, naming the package, so none of these runs; each throws the same
-// reason if one ever did.
+// mpi_backend.h and mpi_bootstrap.h for a build without MPI (no libopenmpi-dev found):
+// check_backend refuses RINGGRAD_BACKEND=mpi first, naming the package, so none of these runs;
+// each throws the same reason if one ever did.
 #include "collectives/backends/mpi_backend.h"
+#include "collectives/backends/mpi_bootstrap.h"
 
 #include <fmt/format.h>
 
@@ -16,6 +17,9 @@ namespace {
 }
 
 }  // namespace
+
+void start_mpi(int rank, int) { no_mpi(rank); }
+std::unique_ptr<transport::Transport> join_through_mpi(const transport::Config& config) { no_mpi(config.rank); }
 
 struct MpiBackend::Comm {};
 MpiBackend::MpiBackend(int rank, int world_size) : rank_(rank), world_size_(world_size) { no_mpi(rank); }

@@ -19,6 +19,7 @@
 #include "collectives/torch/tensors.h"
 #include "collectives/torch/torch_work.h"
 #include "transport/cpus.h"
+#include "transport/job_token.h"
 #include "transport/store_server.h"
 #include "transport/transport.h"
 
@@ -41,7 +42,7 @@ std::string fresh_job_id() {
   return fmt::format("torch-{:08x}{:08x}", random(), random());
 }
 
-// Rank 0's "host port job" under this key of torch's (per-group) store.
+// Rank 0's "host port job token" under this key of torch's (per-group) store.
 constexpr const char* kStoreKey = "ringgrad/store";
 
 }  // namespace
@@ -57,15 +58,18 @@ ProcessGroupRinggrad::ProcessGroupRinggrad(const c10::intrusive_ptr<c10d::Store>
   std::unique_ptr<transport::StoreServer> server;
   if (rank == 0) {
     config.job_id = fresh_job_id();
-    server = std::make_unique<transport::StoreServer>(0, config.job_id);  // a free port, no race for it
+    config.job_token = transport::new_job_token();  // torch's store carries it to the other ranks
     config.master_addr = this_host();
+    config.master_port = 0;  // a free port, no race for it
+    server = std::make_unique<transport::StoreServer>(config);
     config.master_port = server->port();
-    const std::string where = fmt::format("{} {} {}", config.master_addr, config.master_port, config.job_id);
+    const std::string where =
+        fmt::format("{} {} {} {}", config.master_addr, config.master_port, config.job_id, config.job_token);
     store->set(kStoreKey, std::vector<uint8_t>(where.begin(), where.end()));
   } else {
     const std::vector<uint8_t> bytes = store->get(kStoreKey);
     std::istringstream where(std::string(bytes.begin(), bytes.end()));
-    where >> config.master_addr >> config.master_port >> config.job_id;
+    where >> config.master_addr >> config.master_port >> config.job_id >> config.job_token;
   }
   comm_ = std::make_unique<collectives::Communicator>(std::make_unique<transport::Transport>(config, std::move(server)));
   init();

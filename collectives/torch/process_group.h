@@ -37,11 +37,11 @@
 
 #include "collectives/communicator.h"
 #include "collectives/torch/future_threads.h"
+#include "collectives/torch/torch_work.h"
 #include "collectives/p2p_op.h"
 
 namespace ringgrad::torch_backend {
 
-class TorchWork;
 
 class ProcessGroupRinggrad : public c10d::ProcessGroup {
  public:

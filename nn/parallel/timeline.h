@@ -76,7 +76,8 @@ class TraceWindow {
 };
 
 /// The same events as an SVG: one horizontal band per (rank, row), time to the right, a box per
-/// span coloured by category, its name where it fits. `events_json`: the file's traceEvents.
+/// span coloured by category, its name where it fits, and a time axis in ms from the first span
+/// (ticks 1, 2 or 5 x 10^k ms apart). `events_json`: the file's traceEvents.
 std::string timeline_svg(const std::string& events_json);
 
 }  // namespace ringgrad::nn::parallel

@@ -1,6 +1,9 @@
 // The timeline drawn as SVG, for readers without a trace viewer: a band per (rank, row), time
-// across, one box per span on the lane of its nesting depth, coloured by category.
+// across, one box per span on the lane of its nesting depth, coloured by category, and under
+// the bands a time axis in ms from the first span, its ticks 1, 2 or 5 x 10^k ms apart with a
+// faint line up through the bands at each, so a span's length can be read off.
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string>
 #include <vector>
@@ -34,6 +37,13 @@ std::string escaped(const std::string& text) {
   return out;
 }
 
+// The axis' tick spacing for a window of `span_ms`: the 1, 2 or 5 x 10^k ms that gives 3 to 8
+// intervals across it (a step below 1 ms is printed with its own decimals).
+double tick_step_ms(double span_ms) {
+  const double raw = span_ms / 8, power = std::pow(10.0, std::floor(std::log10(raw))), fraction = raw / power;
+  return (fraction <= 1 ? 1 : fraction <= 2 ? 2 : fraction <= 5 ? 5 : 10) * power;
+}
+
 }  // namespace
 
 std::string timeline_svg(const std::string& events_json) {
@@ -49,10 +59,11 @@ std::string timeline_svg(const std::string& events_json) {
     rows[row].push_back({e["name"], e["cat"], t0, t1});
     begin = std::min(begin, t0), end = std::max(end, t1);
   }
-  constexpr double kLeft = 260, kWidth = 1100, kLane = 14;
+  if (rows.empty()) begin = end = 0;
+  constexpr double kLeft = 260, kWidth = 1100, kLane = 14, kTop = 30;
   const double scale = kWidth / std::max(1.0, end - begin);
   std::string body;
-  double y = 30;
+  double y = kTop;
   for (auto& [row, boxes] : rows) {
     // Lanes by nesting: a span inside the one before it goes one lane down.
     std::sort(boxes.begin(), boxes.end(), [](const Box& a, const Box& b) { return a.t0 != b.t0 ? a.t0 < b.t0 : a.t1 > b.t1; });
@@ -83,9 +94,22 @@ std::string timeline_svg(const std::string& events_json) {
                           colour(category), lx + 14, category);
     lx += 100;
   }
+  // The time axis under the bands; its grid lines go first so that the boxes cover them.
+  const double span_ms = std::max(1.0, end - begin) / 1e3, step = tick_step_ms(span_ms), axis_y = y + 2;
+  const int decimals = step >= 1 ? 0 : static_cast<int>(std::ceil(-std::log10(step) - 1e-9));
+  std::string grid, axis = fmt::format(R"(<line x1="{:.0f}" y1="{:.0f}" x2="{:.0f}" y2="{:.0f}" stroke="black"/>)"
+                                       R"(<text x="{:.0f}" y="{:.0f}" text-anchor="end">time (ms), {:.1f} in all</text>)",
+                                       kLeft, axis_y, kLeft + kWidth, axis_y, kLeft - 10, axis_y + 16, span_ms);
+  for (int i = 0; i * step <= span_ms * (1 + 1e-9); ++i) {
+    const double x = kLeft + i * step * 1e3 * scale;
+    grid += fmt::format(R"(<line x1="{:.1f}" y1="{:.0f}" x2="{:.1f}" y2="{:.0f}" stroke="#e6e6e6"/>)", x, kTop - 4, x, axis_y);
+    axis += fmt::format(R"(<line x1="{:.1f}" y1="{:.0f}" x2="{:.1f}" y2="{:.0f}" stroke="black"/>)"
+                        R"(<text x="{:.1f}" y="{:.0f}" text-anchor="middle">{:.{}f}</text>)",
+                        x, axis_y, x, axis_y + 5, x, axis_y + 16, i * step, decimals);
+  }
   return fmt::format(R"(<svg xmlns="http://www.w3.org/2000/svg" width="{:.0f}" height="{:.0f}" font-family="sans-serif" )"
-                     R"(font-size="11"><rect width="100%" height="100%" fill="white"/>{}{}<text x="{:.0f}" y="{:.0f}">{:.1f} ms</text></svg>)",
-                     kLeft + kWidth + 20, y + 20, legend, body, kLeft + kWidth - 40, y + 12, (end - begin) / 1e3);
+                     R"(font-size="11"><rect width="100%" height="100%" fill="white"/>{}{}{}{}</svg>)",
+                     kLeft + kWidth + 20, axis_y + 26, legend, grid, body, axis);
 }
 
 }  // namespace ringgrad::nn::parallel

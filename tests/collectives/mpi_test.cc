@@ -2,18 +2,16 @@
 // {0, 1, 7, 1000003} x in/out of place, plus all_to_all_v and a batched ring exchange, with
 // RINGGRAD_BACKEND=mpi; and a split (MPI_Comm_split) whose group runs the all-reduce cases
 // while the world all-reduces from another thread.
-// Started by mpirun (CTest runs `mpirun -np 3`, tests/collectives/CMakeLists.txt); prints
-// "skipped: <why>" and exits 0 where ringgrad was built without MPI.
+// Started by mpirun with no other environment (CTest runs `mpirun -np 3`,
+// tests/collectives/CMakeLists.txt): the job finds rank 0's store through MPI
+// (collectives/backends/mpi_bootstrap.h). Prints "skipped: <why>" and exits 0 where ringgrad
+// was built without MPI.
 #include <fmt/format.h>
 
-#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <filesystem>
-#include <fstream>
-#include <stdexcept>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,41 +23,12 @@
 using ringgrad::collectives::Algo;
 using ringgrad::collectives::CollKind;
 
-namespace {
-
-// MASTER_PORT for the rendezvous, agreed before MPI starts (the backend starts it, as it does
-// for a user): rank 0 (OMPI_COMM_WORLD_RANK) takes a free port and writes it to the file
-// RINGGRAD_TEST_PORT_FILE names; the other ranks wait for it there. No port is guessed, since
-// a guessed one can be in use by a test running beside this one.
-void agree_on_master_port() {
-  const char* file = std::getenv("RINGGRAD_TEST_PORT_FILE");
-  const char* rank = std::getenv("OMPI_COMM_WORLD_RANK");
-  if (file == nullptr || rank == nullptr) return;  // MASTER_PORT as the environment gives it
-  const std::string path = file;
-  int port = 0;
-  if (std::string(rank) == "0") {
-    port = ringgrad::test::pick_free_port();
-    std::ofstream(path + ".part") << port;
-    std::filesystem::rename(path + ".part", path);  // the others never read half a number
-  } else {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (!(std::ifstream(path) >> port)) {
-      if (std::chrono::steady_clock::now() > deadline) throw std::runtime_error("no port from rank 0 in " + path);
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }
-  ::setenv("MASTER_PORT", std::to_string(port).c_str(), 1);
-}
-
-}  // namespace
-
 int main() {
   if (!RINGGRAD_HAVE_MPI) {
     std::puts("skipped: ringgrad was built without MPI (install libopenmpi-dev and rebuild)");
     return 0;
   }
   try {
-    agree_on_master_port();
     ringgrad::collectives::CommOptions options = ringgrad::collectives::CommOptions::from_env();
     options.backend = ringgrad::collectives::Backend::kMpi;
     ringgrad::collectives::Communicator comm(ringgrad::transport::Config::from_env(), options);

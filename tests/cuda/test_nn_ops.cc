@@ -88,3 +88,13 @@ TEST_CASE("cuda causal_self_attention: forward and gradient with 1, 4 and 6 head
     }
   }
 }
+
+TEST_CASE("cuda causal_self_attention: shakespeare-char's head shape, T 256 and hs 64, 3 heads of 4 sequences") {
+  RINGGRAD_REQUIRE_GPU();
+  const Tensor qkv = random_param({4, 256, 3 * 192}, 44);
+  for (const Mode& mode : kModes) {
+    INFO(mode.name);
+    MatmulPrecisionGuard scope(mode.precision);
+    CHECK(compare_with_cpu([](const Inputs& in) { return causal_self_attention(in[0], 3); }, {qkv}, mode.tol) == "");
+  }
+}

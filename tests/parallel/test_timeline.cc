@@ -2,10 +2,11 @@
 // with every rank in it; on every row the spans nest (a span begins and ends inside the one
 // around it, or after it); every collective of the steps has a span on both ranks with the same
 // sequence number; the model's modules have forward and backward spans under their names; each
-// DDP bucket has its span; the "communication wait" spans add up to the strategy's own
-// wait_seconds; and every all-reduce is outstanding only inside its step's window, from the
-// start of backward to the end of the wait (how much of it hides behind backward depends on the
-// machine's load, so that share is printed, not asserted: timing belongs in bench/).
+// DDP bucket has its span, and its row in the SVG; the "communication wait" spans add up to the
+// strategy's own wait_seconds; and every all-reduce is outstanding only inside its step's
+// window, from the start of backward to the end of the wait (how much of it hides behind
+// backward depends on the machine's load, so that share is printed, not asserted: timing
+// belongs in bench/).
 // Ring attention's timeline on 2 ranks: every block's compute and transfer is there, each transfer
 // posted before the compute it should hide behind, and at least one arriving during a compute.
 #include <catch2/catch.hpp>
@@ -18,6 +19,7 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 
 #include "autograd/engine.h"
 #include "autograd/ops.h"
@@ -165,7 +167,11 @@ TEST_CASE("timeline: 3 DDP steps on 2 ranks, every span nested, every collective
   });
   INFO(describe(results));
   for (const auto& r : results) CHECK(r.ok());
-  CHECK(std::filesystem::exists(path + ".svg"));
+  // The picture: DDP's rows under their names, a time axis under the bands.
+  std::stringstream svg;
+  svg << std::ifstream(path + ".svg").rdbuf();
+  CHECK(svg.str().find(">rank 0: DDP bucket 0: ready -&gt; reduced</text>") != std::string::npos);
+  CHECK(svg.str().find(">time (ms), ") != std::string::npos);
   std::filesystem::remove(path);
   std::filesystem::remove(path + ".svg");
 }

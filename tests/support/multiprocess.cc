@@ -20,6 +20,7 @@
 
 #include "transport/config.h"
 #include "transport/cpus.h"
+#include "transport/job_token.h"
 
 namespace ringgrad::test {
 namespace {
@@ -36,7 +37,7 @@ void write_all(int fd, const std::string& text) {
 }
 
 [[noreturn]] void run_child(int rank, int world_size, uint16_t port, const std::string& job_id,
-                            const std::function<void(const transport::Config&)>& fn,
+                            const std::string& job_token, const std::function<void(const transport::Config&)>& fn,
                             const RunOptions& options, int message_fd) {
   // The default actions again for the signals Catch2 v2 handles: with the parent's handlers, a
   // signal to this rank (an outer timeout's SIGTERM, say) printed the parent's test case and
@@ -51,6 +52,7 @@ void write_all(int fd, const std::string& text) {
     config.master_addr = options.master_addr;
     config.master_port = port;
     config.job_id = job_id;
+    config.job_token = job_token;
     config.timeout = options.timeout;
     // Small receives poll as under ringgrad-run, so the tests run the path jobs take.
     const auto cpus = static_cast<int>(transport::allowed_cpus().size());
@@ -92,6 +94,7 @@ std::vector<RankResult> run_ranks(int world_size, const std::function<void(const
                                   const RunOptions& options) {
   const uint16_t port = pick_free_port();
   const std::string job_id = fmt::format("test-{}-{}", ::getpid(), port);
+  const std::string job_token = transport::new_job_token();
   std::fflush(nullptr);  // or the children would flush the parent's buffered output again
 
   struct Child {
@@ -106,7 +109,7 @@ std::vector<RankResult> run_ranks(int world_size, const std::function<void(const
     if (pid < 0) throw_errno("fork");
     if (pid == 0) {
       ::close(fds[0]);
-      run_child(rank, world_size, port, job_id, fn, options, fds[1]);
+      run_child(rank, world_size, port, job_id, job_token, fn, options, fds[1]);
     }
     ::close(fds[1]);
     children[static_cast<size_t>(rank)] = {pid, fds[0]};

@@ -32,9 +32,9 @@ struct RunOptions {
 };
 
 /// Forks world_size processes; child r calls fn(config) with config.rank = r, a free
-/// master_port and a fresh job id, then exits 0, or 1 after writing what fn threw. Returns the
-/// results in rank order after every child ended. Inside fn use check(), not Catch2's REQUIRE:
-/// an assertion must reach the parent through the exit status.
+/// master_port, a fresh job id and job token, then exits 0, or 1 after writing what fn threw.
+/// Returns the results in rank order after every child ended. Inside fn use check(), not
+/// Catch2's REQUIRE: an assertion must reach the parent through the exit status.
 std::vector<RankResult> run_ranks(int world_size, const std::function<void(const transport::Config&)>& fn,
                                   const RunOptions& options = {});
 

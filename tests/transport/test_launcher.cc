@@ -1,7 +1,7 @@
-// ringgrad-run: the environment it gives each rank, the [rank N] prefix on every line, an
-// error line all ranks print shown once, stopping
-// all ranks when one fails or on Ctrl-C, binding ranks to CPUs, and a real ringgrad job started
-// with it.
+// ringgrad-run: the environment it gives each rank (a fresh job token included), the [rank N]
+// prefix on every line, an error line all ranks print shown once, stopping all ranks when one
+// fails or on Ctrl-C, binding ranks to CPUs, and a real ringgrad job started with it: on
+// loopback only, and carrying on, with the same result, while a stranger knocks.
 
 #include <catch2/catch.hpp>
 
@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -52,20 +54,39 @@ bool contains(const std::string& text, const std::string& part) { return text.fi
 }  // namespace
 
 TEST_CASE("ringgrad-run gives each rank torchrun's environment and prefixes its lines") {
-  Outcome o = sh(run + " --nproc-per-node 3 -- sh -c 'echo $RANK $LOCAL_RANK $WORLD_SIZE $LOCAL_WORLD_SIZE $MASTER_ADDR "
-                       "${MASTER_PORT:+port} ${RINGGRAD_JOB_ID:+job}; echo to stderr from $RANK >&2; printf no-newline'");
+  Outcome o = sh("env -u RINGGRAD_JOB_TOKEN " + run + " --nproc-per-node 3 -- sh -c 'echo $RANK $LOCAL_RANK $WORLD_SIZE "
+                 "$LOCAL_WORLD_SIZE $MASTER_ADDR ${MASTER_PORT:+port} ${RINGGRAD_JOB_ID:+job} token=$RINGGRAD_JOB_TOKEN; "
+                 "echo to stderr from $RANK >&2; printf no-newline'");
   INFO(o.out << o.err);
   REQUIRE(o.exit_code == 0);
   for (int r = 0; r < 3; ++r) {
-    CHECK(contains(o.out, fmt::format("[rank {}] {} {} 3 3 127.0.0.1 port job\n", r, r, r)));
+    CHECK(contains(o.out, fmt::format("[rank {}] {} {} 3 3 127.0.0.1 port job token=", r, r, r)));
     CHECK(contains(o.out, fmt::format("[rank {}] no-newline\n", r)));
     CHECK(contains(o.err, fmt::format("[rank {}] to stderr from {}\n", r, r)));
   }
-  o = sh(run + " --nnodes 2 --node-rank 1 --nproc-per-node 2 --master-addr 10.9.8.7 --master-port 1234 "
-               "sh -c 'echo $RANK $LOCAL_RANK $WORLD_SIZE $MASTER_ADDR $MASTER_PORT $RINGGRAD_JOB_ID'");
-  CHECK(contains(o.out, "[rank 2] 2 0 4 10.9.8.7 1234 ringgrad-10.9.8.7:1234\n"));
-  CHECK(contains(o.out, "[rank 3] 3 1 4 10.9.8.7 1234 ringgrad-10.9.8.7:1234\n"));
+  // One token for the job, 128 bits drawn afresh: 32 hex digits, alike on every rank.
+  std::set<std::string> tokens;
+  const std::regex token_line(R"( token=([0-9a-f]*)\n)");
+  for (auto m = std::sregex_iterator(o.out.begin(), o.out.end(), token_line); m != std::sregex_iterator(); ++m)
+    tokens.insert((*m)[1]);
+  REQUIRE(tokens.size() == 1);
+  CHECK(tokens.begin()->size() == 32);
+  CHECK(!contains(sh("env -u RINGGRAD_JOB_TOKEN " + run + " sh -c 'echo $RINGGRAD_JOB_TOKEN'").out, *tokens.begin()));
+  // Several nodes: the token comes from the environment, alike on every node; without one the
+  // launcher refuses.
+  o = sh("RINGGRAD_JOB_TOKEN=s3cret " + run + " --nnodes 2 --node-rank 1 --nproc-per-node 2 --master-addr 10.9.8.7 "
+         "--master-port 1234 sh -c 'echo $RANK $LOCAL_RANK $WORLD_SIZE $MASTER_ADDR $MASTER_PORT $RINGGRAD_JOB_ID "
+         "$RINGGRAD_JOB_TOKEN'");
+  CHECK(contains(o.out, "[rank 2] 2 0 4 10.9.8.7 1234 ringgrad-10.9.8.7:1234 s3cret\n"));
+  CHECK(contains(o.out, "[rank 3] 3 1 4 10.9.8.7 1234 ringgrad-10.9.8.7:1234 s3cret\n"));
+  o = sh("env -u RINGGRAD_JOB_TOKEN " + run + " --nnodes 2 --master-addr 10.9.8.7 --master-port 1234 true");
+  CHECK(o.exit_code == 2);
+  CHECK(contains(o.err, "--nnodes > 1 needs RINGGRAD_JOB_TOKEN"));
   CHECK(sh(run + " --nnodes 2 --nproc-per-node 2 true").exit_code == 2);  // no --master-port
+  // One node meets on loopback.
+  o = sh(run + " --master-addr 10.9.8.7 true");
+  CHECK(o.exit_code == 2);
+  CHECK(contains(o.err, "--master-addr 10.9.8.7 with --nnodes 1: the ranks of one node meet on loopback"));
   // A mistyped option is not started as the program; after -- a program may begin with -.
   o = sh(run + " --nproc-per-nodes 2 true");
   CHECK(o.exit_code == 2);
@@ -203,6 +224,45 @@ TEST_CASE("ranks started by ringgrad-run join one job and exchange messages") {
   INFO(o.out << o.err);
   REQUIRE(o.exit_code == 0);
   for (int r = 0; r < 4; ++r) CHECK(contains(o.out, fmt::format("[rank {}] got {} from rank {}\n", r, (r + 3) % 4 * 1000, (r + 3) % 4)));
+}
+
+TEST_CASE("a one-node job listens on loopback only, and a stranger's knocks are refused, logged with their address, "
+          "and change nothing") {
+  // The last of 3 ranks first plays the stranger (tests/transport/intruder.h): it lists the
+  // listening sockets of every rank once the others listen (rank 0's store and the listeners of
+  // ranks 0 and 1), then knocks with a wrong token, no token and garbage, and leaves a silent
+  // connection open on the store and on rank 0.
+  const std::string child = " --nproc-per-node 3 " + std::string(LAUNCHER_CHILD);
+  const Outcome plain = sh(run + child);
+  const Outcome knocked = sh("RINGGRAD_TEST_INTRUDE=1 " + run + child);
+  INFO(knocked.out << knocked.err);
+  REQUIRE(plain.exit_code == 0);
+  REQUIRE(knocked.exit_code == 0);
+  const auto lines = [](const std::string& text, const std::string& start) {
+    std::vector<std::string> found;
+    std::istringstream in(text);
+    for (std::string line; std::getline(in, line);)
+      if (line.find(start) != std::string::npos) found.push_back(line.substr(line.find(start) + start.size()));
+    return found;
+  };
+  const auto got = [&](const std::string& text) {
+    std::vector<std::string> g = lines(text, "] got ");
+    std::sort(g.begin(), g.end());
+    return g;
+  };
+  CHECK(got(knocked.out) == got(plain.out));
+  CHECK(got(plain.out).size() == 3);
+  const std::vector<std::string> listening = lines(knocked.out, "[rank 2] listening on ");
+  CHECK(listening.size() == 3);
+  for (const std::string& l : listening) CHECK_FALSE(contains(l, "not loopback"));
+  const std::vector<std::string> from = lines(knocked.out, "[rank 2] knocked from ");
+  CHECK(from.size() == 5);
+  for (const std::string& address : from) {
+    INFO(address);
+    CHECK((contains(knocked.err, "[rank 0] ringgrad store: refused a client at " + address + " (") ||
+           contains(knocked.err, "[rank 0] ringgrad store: closed the connection from " + address + ": ") ||
+           contains(knocked.err, "[rank 0] ringgrad transport: rank 0: refused a connection from " + address + ": ")));
+  }
 }
 
 TEST_CASE("ringgrad-run's variables replace those it inherited") {

@@ -71,17 +71,21 @@ TEST_CASE("frame headers: fields in place, a stream, 64-bit lengths and bad magi
   CHECK(wire::decode_frame(std::span<const std::byte, 32>(stream.data(), 32)).stream == 5);
 }
 
-TEST_CASE("hellos: bounded job id and rank below world size and exact length") {
+TEST_CASE("hellos: bounded job id and token, rank below world size and exact length") {
   auto hello = wire::decode_hello(input("wire", "hello_valid"));
-  CHECK((hello.rank == 1 && hello.world_size == 2 && hello.job_id == "job"));
-  CHECK(wire::decode_hello(input("wire", "hello_max_job")).job_id.size() == 256);
+  CHECK((hello.rank == 1 && hello.world_size == 2 && hello.job_id == "job" && hello.token == "tok"));
+  auto max = wire::decode_hello(input("wire", "hello_max_job"));
+  CHECK((max.job_id == std::string(256, 'j') && max.token == std::string(256, 't')));
   const std::vector<std::pair<std::string, std::string>> refused = {
       {"hello_job_over_bound", "job id of 257 bytes (at most 256)"},
       {"hello_job_length_lies", "job id of 60000 bytes"},
+      {"hello_token_over_bound", "job token of 257 bytes (at most 256)"},
+      {"hello_token_length_lies", "its header says 223"},
+      {"hello_reserved_set", "reserved field is not 0"},
       {"hello_rank_not_below_world", "rank 2 of world size 2"},
       {"hello_world_zero", "rank 0 of world size 0"},
       {"hello_world_huge", "world size 4294967295"},
-      {"hello_bad_version", "protocol version 3"},
+      {"hello_bad_version", "protocol version 2, this build speaks 3"},
       {"hello_truncated", "shorter than its fixed part"},
   };
   for (const auto& [name, reason] : refused) {
@@ -94,6 +98,10 @@ TEST_CASE("store messages: every op round-trips and lengths are bounded before a
   auto set = proto::decode_request(input("store", "request_set"));
   CHECK((set.op == proto::Op::set && set.key == "key" && set.value == "v" && set.timeout_ms == 100));
   CHECK(proto::decode_i64(proto::decode_request(input("store", "request_add")).value) == -5);
+  auto hello = proto::decode_request(input("store", "request_hello"));
+  const proto::HelloValue value = proto::decode_hello_value(hello.value);
+  CHECK((hello.op == proto::Op::hello && hello.key == "job" && value.rank == 1 && value.token == "tok"));
+  CHECK_THAT(error_of([] { proto::decode_hello_value("abc"); }), Catch::Contains("a hello value of 3 bytes"));
   const std::vector<std::pair<std::string, std::string>> refused = {
       {"request_unknown_op", "unknown op 9"},
       {"request_op_zero", "unknown op 0"},

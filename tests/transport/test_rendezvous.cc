@@ -1,5 +1,6 @@
-// Rendezvous: who may join a job. A connection with another job id, a duplicate rank or a
-// malformed hello is refused with a reason while the job carries on; the environment of
+// Rendezvous: who may join a job. A connection without the job's token, with another job id, a
+// duplicate rank or a malformed hello is refused with a reason, logged with its address, while
+// the job carries on; a job on a network refuses to start without a token; the environment of
 // torchrun-style launchers, mpirun and srun all give a valid Config.
 
 #include <catch2/catch.hpp>
@@ -13,6 +14,9 @@
 
 #include <array>
 #include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
 #include <functional>
 #include <memory>
 #include <string>
@@ -42,12 +46,17 @@ namespace wire = ringgrad::transport::wire;
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
 
-// Sends raw bytes to the listener at "host:port" and returns the refusal reason it answers
-// with ("" if it accepted or closed without one).
-std::string knock(const std::string& address, const std::vector<std::byte>& bytes) {
-  const auto deadline = net::Clock::now() + 10s;
+net::Fd connect_to(const std::string& address, net::Clock::time_point deadline) {
   const size_t colon = address.rfind(':');
-  net::Fd fd = net::connect(address.substr(0, colon), static_cast<uint16_t>(std::stoi(address.substr(colon + 1))), deadline, "knock");
+  return net::connect(address.substr(0, colon), static_cast<uint16_t>(std::stoi(address.substr(colon + 1))), deadline, "knock");
+}
+
+// Sends raw bytes to the listener at "host:port" and returns the refusal reason it answers
+// with ("" if it accepted or closed without one); `from` gets the address it knocked from.
+std::string knock(const std::string& address, const std::vector<std::byte>& bytes, std::string* from = nullptr) {
+  const auto deadline = net::Clock::now() + 10s;
+  net::Fd fd = connect_to(address, deadline);
+  if (from != nullptr) *from = net::local_name(fd.get());
   net::write_all(fd.get(), bytes, deadline, "knock");
   std::array<std::byte, wire::kReplyFixedBytes> fixed{};
   try {
@@ -68,7 +77,7 @@ TEST_CASE("rank 0 may hand the transport a store server it started itself") {
   // As a torch process group does: it starts the server first, so it can publish the port.
   const auto results = run_ranks(3, [](const Config& config) {
     std::unique_ptr<ringgrad::transport::StoreServer> server;
-    if (config.rank == 0) server = std::make_unique<ringgrad::transport::StoreServer>(config.master_port, config.job_id);
+    if (config.rank == 0) server = std::make_unique<ringgrad::transport::StoreServer>(config);
     Transport t(config, std::move(server));
     std::array<std::byte, 1> byte{std::byte{7}};
     const int next = (t.rank() + 1) % 3, prev = (t.rank() + 2) % 3;
@@ -82,24 +91,39 @@ TEST_CASE("rank 0 may hand the transport a store server it started itself") {
   for (const auto& r : results) CHECK(r.ok());
 }
 
-TEST_CASE("another job or a wrong rank or a malformed hello is refused and the job carries on") {
+TEST_CASE("no or a wrong token, another job, a wrong rank or a malformed hello is refused and logged, and the job "
+          "carries on") {
   auto results = run_ranks(2, [](const Config& config) {
+    // Rank 0 keeps its stderr, where the listener logs each refusal, in a file.
+    const std::string log_path = fmt::format("/tmp/ringgrad-rendezvous-test-{}.err", ::getpid());
+    if (config.rank == 0) check(std::freopen(log_path.c_str(), "w", stderr) != nullptr, "stderr to " + log_path);
+    net::Fd silent;
     if (config.rank == 1) {
       // Before joining, knock on rank 0's listener (it is waiting for rank 1) as intruders would.
-      Store store(config.master_addr, config.master_port, config.job_id, 1, config.timeout);
+      Store store(config.master_addr, config.master_port, config.job_id, config.job_token, 1, config.timeout);
       const std::string rank0 = store.get(ringgrad::transport::address_key(0));
-      std::string reason = knock(rank0, wire::encode_hello({1, 2, "another-job"}));
+      std::string knocked, from;
+      std::string reason = knock(rank0, wire::encode_hello({1, 2, config.job_id, "not-the-token"}), &from);
+      check(contains(reason, "wrong job token") && !contains(reason, config.job_id), reason);
+      knocked += from + " ";
+      reason = knock(rank0, wire::encode_hello({1, 2, config.job_id, ""}), &from);
+      check(contains(reason, "no job token"), reason);
+      knocked += from + " ";
+      reason = knock(rank0, wire::encode_hello({1, 2, "another-job", config.job_token}));
       check(contains(reason, "job id 'another-job' is not this job's"), reason);
-      reason = knock(rank0, wire::encode_hello({1, 3, config.job_id}));
+      reason = knock(rank0, wire::encode_hello({1, 3, config.job_id, config.job_token}));
       check(contains(reason, "world size 3 is not this job's 2"), reason);
-      reason = knock(rank0, wire::encode_hello({0, 2, config.job_id}));
+      reason = knock(rank0, wire::encode_hello({0, 2, config.job_id, config.job_token}));
       check(contains(reason, "rank 0 must not connect to rank 0"), reason);
-      auto oversized = wire::encode_hello({1, 2, config.job_id});
+      auto oversized = wire::encode_hello({1, 2, config.job_id, config.job_token});
       wire::put_u16(&oversized[6], 60000);  // a job id length far over the bound
       reason = knock(rank0, oversized);
       check(contains(reason, "job id of 60000 bytes"), reason);
-      reason = knock(rank0, std::vector<std::byte>(16, std::byte{0x47}));
+      reason = knock(rank0, std::vector<std::byte>(20, std::byte{0x47}), &from);
       check(contains(reason, "not a ringgrad peer"), reason);
+      knocked += from;
+      store.set("test/knocked from", knocked);
+      silent = connect_to(rank0, net::Clock::now() + 10s);  // says nothing, stays open: no one waits for it
     }
     Transport t(config);
     std::vector<std::byte> data(1000, std::byte{7});
@@ -109,6 +133,14 @@ TEST_CASE("another job or a wrong rank or a malformed hello is refused and the j
       t.recv(0, in, 9);
       check(in == data, "message after the intruders");
     }
+    if (t.rank() != 0) return;
+    std::fflush(stderr);
+    std::stringstream log;
+    log << std::ifstream(log_path).rdbuf();
+    std::remove(log_path.c_str());
+    std::istringstream knocked(t.store().get("test/knocked from"));
+    for (std::string from; knocked >> from;)
+      check(contains(log.str(), fmt::format("rank 0: refused a connection from {}: ", from)), from + " in the log: " + log.str());
   });
   INFO(describe(results));
   for (const auto& r : results) REQUIRE(r.ok());
@@ -120,7 +152,7 @@ TEST_CASE("a second process with a rank already taken is refused") {
     mine.world_size = 2;
     if (config.rank == 2) {
       // Claims rank 1 once the real rank 1 has registered.
-      Store store(config.master_addr, config.master_port, config.job_id, 2, config.timeout);
+      Store store(config.master_addr, config.master_port, config.job_id, config.job_token, 2, config.timeout);
       store.wait({ringgrad::transport::address_key(1)});
       mine.rank = 1;
       try {
@@ -221,23 +253,73 @@ TEST_CASE("a MASTER_ADDR that names no host fails at once, not at the timeout") 
       WARN("skipped: the resolver here answers '" << ::gai_strerror(rc) << "' for " << host << ", not 'no such name'");
       continue;
     }
-    expect_error([&] { Store store(host, 29500, "job", 1, 30s); },
+    expect_error([&] { Store store(host, 29500, "job", "", 1, 30s); },
                  {fmt::format("rank 1: store at {}:29500: cannot resolve '{}'", host, host), "MASTER_ADDR must name"}, 5s);
   }
 }
 
-TEST_CASE("Config::from_env reads torchrun and Open MPI and Slurm variables") {
-  for (const char* name : {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "SLURM_PROCID", "SLURM_NTASKS",
-                           "MASTER_ADDR", "MASTER_PORT", "RINGGRAD_JOB_ID", "RINGGRAD_TIMEOUT", "RINGGRAD_BIND_ADDR", "SLURM_JOB_ID",
-                           "SLURM_STEP_ID"})
+TEST_CASE("a job that meets on a network refuses to start without a token, and on loopback it may") {
+  Config config;
+  config.world_size = 2;
+  config.rank = 1;
+  config.master_port = 29500;
+  config.master_addr = "10.1.2.3";
+  expect_error([&] { Transport t(config); },
+               {"rank 1: the job meets on a network (MASTER_ADDR '10.1.2.3') but has no job token", "RINGGRAD_JOB_TOKEN"}, 1s);
+  config.master_addr = "127.0.0.1";
+  config.bind_addr = "10.1.2.4";  // ranks would listen on a network
+  expect_error([&] { Transport t(config); }, {"RINGGRAD_BIND_ADDR '10.1.2.4'", "no job token"}, 1s);
+  CHECK(!config.loopback_only());
+  config.bind_addr = "127.0.0.1";
+  CHECK(config.loopback_only());
+  config.master_addr = "localhost";
+  CHECK(config.loopback_only());
+
+  auto results = run_ranks(2, [](const Config& given) {
+    Config by_hand = given;
+    by_hand.job_token.clear();  // as a job started by hand without RINGGRAD_JOB_TOKEN
+    Transport t(by_hand);
+    int64_t value = t.rank() + 40, other = 0;
+    auto request = t.isend(1 - t.rank(), std::as_bytes(std::span(&value, 1)), 0);
+    t.recv(1 - t.rank(), std::as_writable_bytes(std::span(&other, 1)), 0);
+    request.wait();
+    check(other == 41 - t.rank(), fmt::format("got {}", other));
+  });
+  INFO(describe(results));
+  for (const auto& r : results) REQUIRE(r.ok());
+}
+
+TEST_CASE("Config::from_env reads torchrun, Open MPI, MPICH and Slurm variables") {
+  for (const char* name : {"RANK", "WORLD_SIZE", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "PMI_RANK", "PMI_SIZE",
+                           "SLURM_PROCID", "SLURM_NTASKS", "MASTER_ADDR", "MASTER_PORT", "RINGGRAD_JOB_ID",
+                           "RINGGRAD_JOB_TOKEN", "RINGGRAD_TIMEOUT", "RINGGRAD_BIND_ADDR", "SLURM_JOB_ID", "SLURM_STEP_ID"})
     ::unsetenv(name);
   CHECK_THROWS_WITH(Config::from_env(), Catch::Contains("no rank in the environment"));
+
+  // Under mpirun the rendezvous may be left out: backend mpi finds it (master_port stays 0).
+  ::setenv("OMPI_COMM_WORLD_RANK", "1", 1);
+  ::setenv("OMPI_COMM_WORLD_SIZE", "2", 1);
+  Config c = Config::from_env();
+  CHECK((c.rank == 1 && c.world_size == 2 && c.master_port == 0 && c.job_token.empty()));
+  ::unsetenv("OMPI_COMM_WORLD_RANK");
+  ::unsetenv("OMPI_COMM_WORLD_SIZE");
+  ::setenv("PMI_RANK", "2", 1);  // MPICH's mpiexec
+  ::setenv("PMI_SIZE", "3", 1);
+  ::setenv("SLURM_PROCID", "0", 1);  // the allocation's, inherited by mpiexec inside it: not the rank
+  ::setenv("SLURM_NTASKS", "1", 1);
+  ::setenv("MASTER_ADDR", "10.1.2.3", 1);  // one without the other is a mistake
+  CHECK_THROWS_WITH(Config::from_env(), Catch::Contains("MASTER_PORT is not set"));
+  ::setenv("MASTER_PORT", "29500", 1);
+  ::setenv("RINGGRAD_JOB_TOKEN", "s3cret", 1);
+  c = Config::from_env();
+  CHECK((c.rank == 2 && c.world_size == 3 && c.master_port == 29500 && c.job_token == "s3cret"));
+  for (const char* name : {"PMI_RANK", "PMI_SIZE", "SLURM_PROCID", "SLURM_NTASKS", "RINGGRAD_JOB_TOKEN"}) ::unsetenv(name);
 
   ::setenv("MASTER_ADDR", "10.1.2.3", 1);
   ::setenv("MASTER_PORT", "29500", 1);
   ::setenv("OMPI_COMM_WORLD_RANK", "3", 1);
   ::setenv("OMPI_COMM_WORLD_SIZE", "4", 1);
-  Config c = Config::from_env();
+  c = Config::from_env();
   CHECK((c.rank == 3 && c.world_size == 4 && c.master_addr == "10.1.2.3" && c.master_port == 29500));
 
   ::setenv("SLURM_PROCID", "1", 1);  // Open MPI's variables come first when both are set

@@ -1,9 +1,18 @@
 // The rendezvous store: set/get/add/wait semantics across real processes, timeouts that name
-// the key, and a server that refuses other jobs and malformed requests but keeps serving.
+// the key, and a server that refuses clients without the job's token, of other jobs, silent or
+// sending malformed requests, names each in its log, and keeps serving.
 
 #include <catch2/catch.hpp>
 
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <chrono>
+#include <fstream>
+#include <sstream>
 #include <functional>
 #include <memory>
 #include <thread>
@@ -36,8 +45,8 @@ namespace proto = ringgrad::transport::store_protocol;
 // waiting for the barrier's reply when the server closes reads a reset connection.
 void with_store(const Config& config, const std::function<void(Store&)>& body) {
   std::unique_ptr<StoreServer> server;
-  if (config.rank == 0) server = std::make_unique<StoreServer>(config.master_port, config.job_id);
-  Store store(config.master_addr, config.master_port, config.job_id, config.rank, config.timeout);
+  if (config.rank == 0) server = std::make_unique<StoreServer>(config);
+  Store store(config.master_addr, config.master_port, config.job_id, config.job_token, config.rank, config.timeout);
   body(store);
   if (store.add("test/finished", 1) == config.world_size) store.set("test/all finished", "");
   else store.wait({"test/all finished"});
@@ -53,6 +62,46 @@ void with_store(const Config& config, const std::function<void(Store&)>& body) {
 }
 
 bool contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
+
+// A store served on loopback for the job `job_id` with `token`, a connection silent for
+// `hello_timeout` before its hello dropped.
+Config store_config(const std::string& job_id, const std::string& token,
+                    std::chrono::milliseconds hello_timeout = std::chrono::seconds(60)) {
+  Config config;
+  config.job_id = job_id;
+  config.job_token = token;
+  config.timeout = hello_timeout;
+  return config;
+}
+
+// What this process writes to stderr (fd 2) while it lives, kept in a file: the store server's
+// log lines, from its own thread.
+class CapturedStderr {
+ public:
+  CapturedStderr() : path_(fmt::format("/tmp/ringgrad-store-test-{}.err", ::getpid())) {
+    std::fflush(stderr);
+    saved_ = ::dup(2);
+    const int fd = ::open(path_.c_str(), O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC, 0600);
+    ::dup2(fd, 2);
+    ::close(fd);
+  }
+  ~CapturedStderr() {
+    std::fflush(stderr);
+    ::dup2(saved_, 2);
+    ::close(saved_);
+    std::remove(path_.c_str());
+  }
+  std::string text() const {
+    std::ifstream in(path_);
+    std::stringstream all;
+    all << in.rdbuf();
+    return all.str();
+  }
+
+ private:
+  std::string path_;
+  int saved_ = -1;
+};
 
 }  // namespace
 
@@ -82,8 +131,8 @@ TEST_CASE("store: get waits for set and add is atomic across processes and wait 
 }
 
 TEST_CASE("store: get and wait on a key nobody sets time out naming the key") {
-  StoreServer server(0, "job");
-  Store store("127.0.0.1", server.port(), "job", 3, 5s);
+  StoreServer server(store_config("job", ""));
+  Store store("127.0.0.1", server.port(), "job", "", 3, 5s);
   store.set("present", "1");
   std::string error;
   try {
@@ -107,32 +156,70 @@ TEST_CASE("store: get and wait on a key nobody sets time out naming the key") {
   CHECK_THROWS_WITH(store.add("text", 1), Catch::Contains("does not hold an integer"));
 }
 
-TEST_CASE("store: another job is refused and a malformed request is dropped and the store keeps serving") {
-  StoreServer server(0, "job-a");
-  Store ours("127.0.0.1", server.port(), "job-a", 0, 5s);
+TEST_CASE("store: a client without the token, of another job, silent or malformed is dropped and logged, and the "
+          "store keeps serving") {
+  StoreServer server(store_config("job-a", "secret", 500ms));
+  Store ours("127.0.0.1", server.port(), "job-a", "secret", 0, 5s);
   ours.set("k", "v");
-  CHECK_THROWS_WITH(Store("127.0.0.1", server.port(), "job-b", 1, 5s), Catch::Contains("job id 'job-b' is not this store's job 'job-a'"));
+  CapturedStderr log;
+  // Refused with a reason that names nothing of the job but the token; the job id only once
+  // the token is right.
+  std::string error;
+  try {
+    Store("127.0.0.1", server.port(), "job-a", "wrong", 1, 5s);
+  } catch (const TransportError& e) {
+    error = e.what();
+  }
+  CHECK(contains(error, "refused: wrong job token"));
+  CHECK(!contains(error, "job-a"));
+  CHECK_THROWS_WITH(Store("127.0.0.1", server.port(), "job-a", "", 1, 5s), Catch::Contains("refused: no job token"));
+  CHECK_THROWS_WITH(Store("127.0.0.1", server.port(), "job-b", "secret", 1, 5s),
+                    Catch::Contains("job id 'job-b' is not this store's job 'job-a'"));
 
   const auto deadline = net::Clock::now() + 5s;
-  // A request with a value over the bound: refused before anything is allocated.
-  auto hello = proto::encode_request(proto::Op::hello, "job-a", "2", 0);
+  std::array<std::byte, proto::kResponseFixedBytes> response{};
+  const auto hello = [](const std::string& token) {
+    return proto::encode_request(proto::Op::hello, "job-a", proto::encode_hello_value({2, token}), 0);
+  };
+  // Each stranger's address is in the log line that refused or dropped it.
+  {
+    net::Fd fd = net::connect("127.0.0.1", server.port(), deadline, "test client");
+    net::write_all(fd.get(), hello("secreT"), deadline, "hello with a wrong token");
+    net::read_exact(fd.get(), response, deadline, "refusal");
+    CHECK(proto::decode_response_header(response).status == proto::Status::refused);
+    CHECK(contains(log.text(), fmt::format("refused a client at {} (calling itself rank 2): wrong job token", net::local_name(fd.get()))));
+  }
+  // Silent, or silent after part of a hello: dropped when the hello timeout passes.
+  const std::vector<std::byte> good_hello = hello("secret");
+  for (size_t sent : {size_t{0}, size_t{10}}) {
+    net::Fd fd = net::connect("127.0.0.1", server.port(), deadline, "test client");
+    net::write_all(fd.get(), std::span(good_hello).first(sent), deadline, "part of a hello");
+    CHECK_THROWS_AS(net::read_exact(fd.get(), response, deadline, "silence"), TransportError);  // closed
+    CHECK(contains(log.text(), fmt::format("closed the connection from {}: no hello within 0.5 s", net::local_name(fd.get()))));
+  }
+  // Garbage instead of a hello, and a value over the bound after a good one: dropped before
+  // anything is allocated.
   auto huge = proto::encode_request(proto::Op::set, "k", "", 0);
   ringgrad::transport::wire::put_u64(&huge[16], proto::kMaxValueBytes + 1);
-  for (const auto& garbage : {std::vector<std::byte>(24, std::byte{0x41}), huge}) {
+  const std::pair<bool, std::vector<std::byte>> garbages[] = {{false, std::vector<std::byte>(24, std::byte{0x41})},
+                                                              {true, huge}};
+  for (const auto& [greet, garbage] : garbages) {
     net::Fd fd = net::connect("127.0.0.1", server.port(), deadline, "test client");
-    net::write_all(fd.get(), hello, deadline, "hello");
-    std::array<std::byte, proto::kResponseFixedBytes> response{};
-    net::read_exact(fd.get(), response, deadline, "hello response");
-    CHECK(proto::decode_response_header(response).status == proto::Status::ok);
+    if (greet) {
+      net::write_all(fd.get(), good_hello, deadline, "hello");
+      net::read_exact(fd.get(), response, deadline, "hello response");
+      CHECK(proto::decode_response_header(response).status == proto::Status::ok);
+    }
     net::write_all(fd.get(), garbage, deadline, "garbage");
     CHECK_THROWS_AS(net::read_exact(fd.get(), response, deadline, "after garbage"), TransportError);  // closed or reset
+    CHECK(contains(log.text(), fmt::format("closed the connection from {}: malformed store message", net::local_name(fd.get()))));
   }
   // Before the hello, nothing else is served.
   {
     net::Fd fd = net::connect("127.0.0.1", server.port(), deadline, "test client");
     net::write_all(fd.get(), proto::encode_request(proto::Op::get, "k", "", 0), deadline, "get without hello");
-    std::array<std::byte, proto::kResponseFixedBytes> response{};
     CHECK_THROWS_AS(net::read_exact(fd.get(), response, deadline, "no hello"), TransportError);
   }
   CHECK(ours.get("k") == "v");
 }
+

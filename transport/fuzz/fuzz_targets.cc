@@ -37,7 +37,8 @@ int wire(const uint8_t* data, size_t size) {
       }
       case 1: {
         auto hello = wire::decode_hello(in);
-        require(hello.job_id.size() <= wire::kMaxJobIdBytes && hello.rank >= 0 && hello.rank < hello.world_size);
+        require(hello.job_id.size() <= wire::kMaxJobIdBytes && hello.token.size() <= wire::kMaxTokenBytes &&
+                hello.rank >= 0 && hello.rank < hello.world_size);
         require(same(wire::encode_hello(hello), in));
         break;
       }

@@ -1,7 +1,10 @@
 // ringgrad-run: starts the ranks of a job on this node with torchrun's flags and environment
-// (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, RINGGRAD_JOB_ID).
+// (RANK, LOCAL_RANK, WORLD_SIZE, LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT, RINGGRAD_JOB_ID,
+// and the job's secret, RINGGRAD_JOB_TOKEN).
 //   ringgrad-run --nproc-per-node 4 build/bin/train_mlp --epochs 1
-//   ringgrad-run --nnodes 2 --node-rank 0 --nproc-per-node 8 --master-addr 10.0.0.1 --master-port 29500 -- prog args
+//   RINGGRAD_JOB_TOKEN=<one secret for every node> ringgrad-run --nnodes 2 --node-rank 0
+//       --nproc-per-node 8 --master-addr 10.0.0.1 --master-port 29500 -- prog args
+// A job of one node meets on loopback: its ranks listen on no other address.
 // --cpu-bind cores binds each local rank to its own share of the CPUs, as mpirun does.
 
 #include <netinet/in.h>
@@ -20,7 +23,9 @@
 #include "cli/parse.h"
 #include "cli/suggest.h"
 #include "transport/cpus.h"
+#include "transport/job_token.h"
 #include "transport/launcher/supervisor.h"
+#include "transport/net.h"
 
 namespace {
 
@@ -52,7 +57,8 @@ int main(int argc, char** argv) {
   app.add_option("--nproc-per-node,--nproc_per_node", nproc_per_node, "ranks on this node")->check(ringgrad::cli::between(1, 4096));
   app.add_option("--nnodes", nnodes, "nodes in the job")->check(ringgrad::cli::between(1, 65536));
   app.add_option("--node-rank,--node_rank", node_rank, "this node's index in [0, nnodes)")->check(ringgrad::cli::between(0, 65535));
-  app.add_option("--master-addr,--master_addr", master_addr, "address of node 0, where rank 0 serves the rendezvous store");
+  app.add_option("--master-addr,--master_addr", master_addr,
+                 "address of node 0, where rank 0 serves the rendezvous store (a loopback one with --nnodes 1)");
   app.add_option("--master-port,--master_port", master_port, "port of the store; 0 = a free one (single node only)")
       ->check(ringgrad::cli::between(0, 65535));
   app.add_option("--cpu-bind,--cpu_bind", cpu_bind,
@@ -90,6 +96,19 @@ int main(int argc, char** argv) {
     if (node_rank >= nnodes) throw std::runtime_error(fmt::format("--node-rank {} is not in [0, --nnodes {})", node_rank, nnodes));
     if (master_port == 0 && nnodes > 1)
       throw std::runtime_error("--master-port is required with --nnodes > 1 (every node must name the same port)");
+    // One node: the ranks meet on loopback, so the job listens on no address another host reaches.
+    if (nnodes == 1 && !ringgrad::transport::net::is_loopback(master_addr))
+      throw std::runtime_error(fmt::format("--master-addr {} with --nnodes 1: the ranks of one node meet on loopback "
+                                           "(the default 127.0.0.1); another address is for a job of several nodes",
+                                           master_addr));
+    // The job token keeps strangers out of the store and the mesh (transport/job_token.h). The
+    // nodes of a job must carry the same one, which no launcher can draw for the others: it
+    // comes from the environment.
+    const char* token_env = std::getenv("RINGGRAD_JOB_TOKEN");
+    const std::string user_token = token_env != nullptr ? token_env : "";
+    if (user_token.empty() && nnodes > 1)
+      throw std::runtime_error("--nnodes > 1 needs RINGGRAD_JOB_TOKEN, one secret set alike on every node, e.g. "
+                               "export RINGGRAD_JOB_TOKEN=$(od -An -N16 -tx1 /dev/urandom | tr -d ' \\n')");
     if (max_restarts > 0 && nnodes > 1)
       throw std::runtime_error("--max-restarts restarts the ranks of one node; across nodes the launchers would have to "
                                "agree on each restart, which is not built");
@@ -122,11 +141,12 @@ int main(int argc, char** argv) {
     };
     const int world_size = nnodes * nproc_per_node;
     auto grace = std::chrono::milliseconds(static_cast<int64_t>(grace_s * 1000));
-    // Each start is a fresh job: a new rendezvous port (when this launcher picks it) and job id,
-    // so no rank of the failed start can join the next one.
+    // Each start is a fresh job: a new rendezvous port (when this launcher picks it), job id
+    // and token (when this launcher draws it), so no rank of the failed start can join the next.
     for (int restart = 0;; ++restart) {
       const int port = pick_port ? free_port() : master_port;
       const std::string job_id = job_id_for(restart);
+      const std::string token = user_token.empty() ? ringgrad::transport::new_job_token() : user_token;
       std::vector<ringgrad::launcher::RankSpec> ranks;
       for (int local = 0; local < nproc_per_node; ++local) {
         const int rank = node_rank * nproc_per_node + local;
@@ -134,7 +154,8 @@ int main(int argc, char** argv) {
                          {fmt::format("RANK={}", rank), fmt::format("LOCAL_RANK={}", local), fmt::format("WORLD_SIZE={}", world_size),
                           fmt::format("LOCAL_WORLD_SIZE={}", nproc_per_node), fmt::format("GROUP_RANK={}", node_rank),
                           fmt::format("MASTER_ADDR={}", master_addr), fmt::format("MASTER_PORT={}", port),
-                          fmt::format("RINGGRAD_JOB_ID={}", job_id), fmt::format("RINGGRAD_RESTART_COUNT={}", restart),
+                          fmt::format("RINGGRAD_JOB_ID={}", job_id), fmt::format("RINGGRAD_JOB_TOKEN={}", token),
+                          fmt::format("RINGGRAD_RESTART_COUNT={}", restart),
                           fmt::format("TORCHELASTIC_RESTART_COUNT={}", restart)},
                          share(local)});
       }

@@ -145,7 +145,7 @@ void DistributedDataParallel::trace_bucket(std::size_t i, double reduced_us) {
   const Bucket& b = buckets_[i];
   const double mb = static_cast<double>(b.flat.numel()) * static_cast<double>(dtype_size(b.flat.dtype())) / 1e6;
   trace::record(trace::intern(fmt::format("bucket {} ({:.2f} MB)", i, mb)), "ddp",
-                trace::named_row(trace::intern(fmt::format("DDP bucket {}: ready to reduced", i))), b.ready_us, reduced_us);
+                trace::named_row(trace::intern(fmt::format("DDP bucket {}: ready -> reduced", i))), b.ready_us, reduced_us);
 }
 
 void DistributedDataParallel::zero_grad() {
