@@ -11,15 +11,8 @@ cd "$(dirname "$0")/.."
 /usr/bin/python3 bench/compare/compare.py --args-only "$@"  # a wrong argument stops here, before any install or build
 # The peers' packages too (install_deps.sh names whatever it installs).
 scripts/install_deps.sh python3-torch libgloo-dev openmpi-bin libopenmpi-dev
-# Forget an earlier configure's "not found" for the peers' libraries, so they are looked for again:
-# each such entry goes with the comment lines above it (CMake would read a comment's next line,
-# blank, as the entry).
-if [ -f build/CMakeCache.txt ]; then
-  awk '/^\/\//  { help = help $0 "\n"; next }
-       !/^(MPI_[A-Za-z_]*|Gloo_DIR|Torch_DIR|pybind11_DIR):.*NOTFOUND$/ { printf "%s%s\n", help, $0 }
-       { help = "" }' build/CMakeCache.txt > build/CMakeCache.txt.new
-  mv build/CMakeCache.txt.new build/CMakeCache.txt
-fi
+# Forget an earlier configure's "not found" for the peers' libraries, so they are looked for again.
+scripts/forget_not_found.sh 'MPI_[A-Za-z_]*' Gloo_DIR Torch_DIR pybind11_DIR
 # The torch section also needs ringgrad's torch backend, and what it is built from.
 torch_backend=()
 for a in "$@"; do

@@ -21,7 +21,7 @@ done
 case "$backend" in ringgrad|gloo|ringgrad-as-gloo) ;; *) echo "torch_suite: --backend $backend: ringgrad, gloo or ringgrad-as-gloo" >&2; exit 2 ;; esac
 scripts/install_deps.sh python3-torch libtorch-dev pybind11-dev python3-dev
 # Forget an earlier configure's "not found" for PyTorch's packages, so they are looked for again.
-[ -f build/CMakeCache.txt ] && sed -i '/^Torch_DIR:.*NOTFOUND$/d; /^pybind11_DIR:.*NOTFOUND$/d' build/CMakeCache.txt
+scripts/forget_not_found.sh Torch_DIR pybind11_DIR
 scripts/build.sh ringgrad_torch
 out=build/torch_suite
 mkdir -p "$out"
