@@ -357,7 +357,8 @@ def human_size(n):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("sections", nargs="*", help=f"what to compare: all (the default) or some of {', '.join(SECTIONS)}")
+    parser.add_argument("sections", nargs="*", help=f"what to compare: all (the default: {', '.join(SECTIONS)}) or some of those and "
+                        f"{', '.join(EXTRA)} (run only when named)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--build", default="build")
     parser.add_argument("--data", default="data/tinyshakespeare.txt")
