@@ -78,7 +78,19 @@ if AS_GLOO:
     def gloo_named_ringgrad(store, rank, size, timeout):
         return ringgrad_torch.create_process_group(store, rank, size, timeout)
 
+    real_gloo, wrap = c10d.ProcessGroupGloo, c10d._create_process_group_wrapper
     c10d.ProcessGroupGloo = gloo_named_ringgrad  # what init_process_group and new_group call for "gloo"
+
+    def wrapper_over_real_gloo(*args, **kwargs):
+        """TORCH_DISTRIBUTED_DEBUG=DETAIL wraps each group in a checker that compares the ranks'
+        calls over a helper group, which must be gloo's own."""
+        c10d.ProcessGroupGloo = real_gloo
+        try:
+            return wrap(*args, **kwargs)
+        finally:
+            c10d.ProcessGroupGloo = gloo_named_ringgrad
+
+    c10d._create_process_group_wrapper = wrapper_over_real_gloo
 
 import torch.testing._internal.distributed.distributed_test as distributed_test  # noqa: E402
 from torch.testing._internal.distributed.distributed_test import DistributedTest, TestDistBackend  # noqa: E402
@@ -86,6 +98,10 @@ from torch.testing._internal.distributed.distributed_test import DistributedTest
 if BACKEND == "ringgrad":  # its Works carry the profiler's events as gloo's do ("ringgrad:all_reduce")
     distributed_test.PROFILING_SUPPORTED_BACKENDS.append("ringgrad")
     distributed_test.SEND_RECV_PROFILING_SUPPORTED_BACKENDS.append("ringgrad")
+if AS_GLOO:  # the events keep ringgrad's name whatever name the backend answers to
+    find_events = distributed_test.get_profiling_event
+    distributed_test.get_profiling_event = lambda postfix, profiler: find_events(
+        postfix.replace("gloo:", "ringgrad:", 1), profiler)
 
 
 class TestDistBackendWithSpawn(TestDistBackend, DistributedTest._DistTestBase):
