@@ -7,7 +7,7 @@ range, and the median of the rounds' ratios, oriented so that above 1 means ring
 that cannot run (not installed, or its run fails) stops the command with its name: no row is
 ever left blank.
 
-  compare.py [all|all_reduce|collectives|gpt|ddp|mlp|latency|contest ...] [--rounds 3] [--build build]
+  compare.py [all|all_reduce|collectives|gpt|ddp|mlp|latency|contest|torch ...] [--rounds 3] [--build build]
              [--data tinyshakespeare.txt] [--out bench/results] [--python /usr/bin/python3]
              [--mpirun mpirun] [--budget 300] [--isa native|avx2] [--check-only]
 
@@ -26,6 +26,10 @@ contest (not part of all: 4 runs of --budget seconds a round) is the fixed-time 
 docs/speedrun.md on 2 ranks: the speedrun preset and the baby recipe (global batch 24), each by
 train_gpt and by its PyTorch twin (torch_contest.py, given the run's `train_gpt --print_config`),
 round r with seed r; the whole-split validation loss, lower is better.
+torch (not part of all) is PyTorch on ringgrad through its torch backend (collectives/torch,
+`--backend ringgrad` of the twins, with PYTHONPATH=<build>/python) beside PyTorch on gloo:
+torch.distributed.all_reduce 8 B to 64 MiB on 2 ranks, and DDP of the baby GPT twin and of the
+MLP twin on 2 ranks.
 --isa avx2 runs everything as on an AVX2-only x86 machine, on one that has AVX-512: OpenBLAS's
 Haswell kernels for both frameworks (OPENBLAS_CORETYPE=Haswell), oneDNN capped at AVX2
 (DNNL_MAX_CPU_ISA=AVX2, so ringgrad gives it the products its AVX2 kernels run faster, as it
@@ -51,7 +55,9 @@ import compare_plots
 
 HERE = Path(__file__).resolve().parent
 SECTIONS = ["all_reduce", "collectives", "gpt", "ddp", "mlp"]  # what "all" runs
-EXTRA = ["latency", "contest"]  # sections run only when named
+EXTRA = ["latency", "contest", "torch"]  # sections run only when named
+TORCH_SIZES = [8 * 8 ** i for i in range(8)] + [64 << 20]  # the torch section's all_reduce: 8 B to 64 MiB
+TORCH_CEILING = "PyTorch, 2 processes alone"  # the torch section's DDP ceiling
 CEILING = "2 processes alone"  # the ddp section's no-communication ceiling
 # Every perf tool warms up for this long (ms) before each row, after its counted warm-up: a CPU
 # that sat idle runs slowly for its first milliseconds, whoever runs on it (perf_driver.cc).
@@ -229,6 +235,34 @@ def jobs_for(sections, args, sizes):
         jobs.append(Job("ddp", [CEILING], ["sh", "-c", both],
                         lambda _, path: {CEILING: {("tokens/s",): sum(number_after(Path(f"{path}.{i}").read_text(), "tokens/s), ")
                                                                       for i in (0, 1))}}))
+    if "torch" in sections:
+        # PyTorch over each backend: the same scripts, --backend the only difference.
+        on_path = {"PYTHONPATH": str(Path(args.build).resolve() / "python")}
+        reduce = [python, HERE / "torch_all_reduce.py", "--port", "{port}", "--iters", "200", "--sizes", *TORCH_SIZES]
+        mlp_twin = [python, HERE / "torch_mlp.py", "--port", "{port}", "--world_size", "2"]
+        for backend in ("ringgrad", "gloo"):
+            peer = f"PyTorch on {backend}"
+            rows = lambda peer: lambda out, _: {peer: {("all_reduce", r["size"]): r["time_us"]
+                                                       for r in last_json_line(out)["rows"]}}
+            jobs += [Job("torch", [peer], reduce + ["--backend", backend], rows(peer), env=on_path, needs=torch),
+                     Job("torch", [peer], twin + ["--world_size", "2", "--batch_size", "12", "--backend", backend],
+                         (lambda peer: lambda out, _: {peer: {("DDP baby GPT", "tokens/s"): last_json_line(out)["tokens_per_s"]}})(peer),
+                         env=on_path, needs=torch),
+                     Job("torch", [peer], mlp_twin + ["--backend", backend],
+                         (lambda peer: lambda out, _: {peer: {("DDP MLP", "samples/s"): last_json_line(out)["samples_per_s"]}})(peer),
+                         env=on_path, needs=torch)]
+        # DDP's ceiling on these cores: each twin as two one-process runs of a rank's share at once,
+        # their rates summed, as if the ranks never had to talk.
+        alone = lambda command: (f"{shlex.join(map(str, command))} >'{{json}}.0' & a=$!; "
+                                 f"{shlex.join(map(str, command))} >'{{json}}.1' & b=$!; wait $a; s=$?; wait $b || exit; exit $s")
+        summed = lambda key, field: lambda _, path: {TORCH_CEILING: {key: sum(last_json_line(Path(f"{path}.{i}").read_text())[field]
+                                                                            for i in (0, 1))}}
+        gpt_alone = [a for a in twin if a != "--port" and a != "{port}"] + ["--batch_size", "12"]
+        mlp_alone = [python, HERE / "torch_mlp.py", "--batch_size", "32"]
+        jobs += [Job("torch", [TORCH_CEILING], ["sh", "-c", alone(gpt_alone)], summed(("DDP baby GPT", "tokens/s"), "tokens_per_s"),
+                     needs=torch),
+                 Job("torch", [TORCH_CEILING], ["sh", "-c", alone(mlp_alone)], summed(("DDP MLP", "samples/s"), "samples_per_s"),
+                     needs=torch)]
     if "contest" in sections:
         budget = ["--time_budget", str(args.budget)]
         for recipe, flags in CONTEST_RECIPES.items():
@@ -323,7 +357,8 @@ def human_size(n):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("sections", nargs="*", help=f"what to compare: all (the default) or some of {', '.join(SECTIONS)}")
+    parser.add_argument("sections", nargs="*", help=f"what to compare: all (the default: {', '.join(SECTIONS)}) or some of those and "
+                        f"{', '.join(EXTRA)} (run only when named)")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--build", default="build")
     parser.add_argument("--data", default="data/tinyshakespeare.txt")
@@ -344,7 +379,7 @@ def main():
         sections = SECTIONS + [s for s in sections if s not in SECTIONS + ["all"]]
     if args.budget <= 0:
         parser.error(f"--budget {args.budget}: seconds of training, more than 0")
-    if {"gpt", "ddp", "contest"} & set(sections) and not Path(args.data).is_file():
+    if {"gpt", "ddp", "contest", "torch"} & set(sections) and not Path(args.data).is_file():
         why = "is a directory, not a file" if Path(args.data).is_dir() else "no such file"
         parser.error(f"--data {args.data}: {why} (the GPT rows need the text, tinyshakespeare.txt)")
     where = machine()
@@ -444,6 +479,16 @@ def main():
                           "rate, counting the GEMMs' flops)")
             out += [table(title, r, peers, keys, higher, "ms" if section == "gpt" else "per s",
                           {p: "ringgrad" for p in peers[1:]}), ""]
+    if "torch" in results:
+        r = results["torch"]
+        peers = ["PyTorch on ringgrad", "PyTorch on gloo"]
+        out += [table("PyTorch over its ringgrad backend and over gloo, 2 ranks: torch.distributed.all_reduce (float32 "
+                      "sum, in place), time", r, peers, [("all_reduce", s) for s in TORCH_SIZES], False, "us",
+                      {"PyTorch on gloo": "PyTorch on ringgrad"}), ""]
+        out += [table(f"PyTorch DDP over its ringgrad backend and over gloo, 2 ranks (baby GPT: 12 sequences each; MLP: "
+                      f"32 samples each; against {TORCH_CEILING}, DDP's ceiling, the ratio is the share of it reached)", r,
+                      peers + [TORCH_CEILING], [("DDP baby GPT", "tokens/s"), ("DDP MLP", "samples/s")], True, "per s",
+                      {"PyTorch on gloo": "PyTorch on ringgrad", TORCH_CEILING: "PyTorch on ringgrad"}), ""]
     if "contest" in results:
         out += [contest_table(results["contest"], args.budget, args.rounds), ""]
     text = "\n".join(out)

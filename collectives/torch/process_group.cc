@@ -1,6 +1,6 @@
-// ProcessGroupRinggrad: the rendezvous through torch's store, then one method per c10d call,
-// each staging its tensors (tensors.h) and issuing one asynchronous Communicator call; the pairwise
-// exchanges (all-to-all, send/recv and their batches, barrier) are in process_group_pairwise.cc.
+// ProcessGroupRinggrad: the rendezvous through torch's store, the group's lifetime, the wrapping
+// of each call in a TorchWork, point-to-point calls and their batches, the barrier and c10d's
+// sequence numbers. The collectives' methods are in calls.cc.
 #include <Python.h>  // first, as Python asks: the destructor lets go of the GIL
 
 #include "collectives/torch/process_group.h"
@@ -8,11 +8,13 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <map>
 #include <random>
 #include <sstream>
 
 #include <ATen/ATen.h>
 #include <fmt/format.h>
+#include <torch/csrc/distributed/c10d/sequence_num.hpp>
 
 #include "collectives/torch/tensors.h"
 #include "collectives/torch/torch_work.h"
@@ -24,8 +26,6 @@
 namespace ringgrad::torch_backend {
 namespace {
 
-using collectives::Buffer;
-using collectives::ConstBuffer;
 using c10d::OpType;
 
 // Where peers reach rank 0: MASTER_ADDR (torchrun and env:// set it), else this host's name.
@@ -45,18 +45,11 @@ std::string fresh_job_id() {
 // Rank 0's "host port job token" under this key of torch's (per-group) store.
 constexpr const char* kStoreKey = "ringgrad/store";
 
-
-// c10d passes one list of outputs (or inputs) per tensor of this process; ringgrad has one.
-std::vector<at::Tensor>& only_list(const CallName& what, std::vector<std::vector<at::Tensor>>& lists) {
-  TORCH_CHECK(lists.size() == 1, "ringgrad ", what, ": takes one tensor list per process (got ", lists.size(), ")");
-  return lists.front();
-}
-
 }  // namespace
 
 ProcessGroupRinggrad::ProcessGroupRinggrad(const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
                                            std::chrono::milliseconds timeout)
-    : c10d::ProcessGroup(rank, size) {
+    : c10d::ProcessGroup(rank, size), store_(store) {
   transport::Config config;
   config.rank = rank;
   config.world_size = size;
@@ -91,161 +84,89 @@ ProcessGroupRinggrad::~ProcessGroupRinggrad() {
   if (python != nullptr) PyEval_RestoreThread(python);
 }
 
-// --- One tensor in place -------------------------------------------------------------------
+c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::run(OpType type, const std::vector<at::Tensor>& inputs,
+                                                         std::vector<at::Tensor> outputs, std::vector<at::Tensor> buffers,
+                                                         std::function<void()> finish,
+                                                         const std::function<collectives::Work()>& issue) {
+  auto work = c10::make_intrusive<TorchWork>(rank_, type, inputs, std::move(outputs), std::move(buffers),
+                                             std::move(finish), *future_threads_);
+  work->start(issue());
+  if (sequenceNum_ && !c10d::isP2POp(type)) sequenceNum_->increment();
+  return work;
+}
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::broadcast(std::vector<at::Tensor>& tensors,
-                                                               const c10d::BroadcastOptions& opts) {
-  const CallName what{"broadcast", rank_, size_};
+// --- Point to point ------------------------------------------------------------------------------
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::send(std::vector<at::Tensor>& tensors, int dst, int tag) {
+  const CallName what{"send", rank_, size_};
   const Staged t = stage(what, only(what, tensors));
-  const Buffer b = moved(t.data);
-  return run(OpType::BROADCAST, {t.user}, {t.data}, [t] { t.copy_back(); },
-             [&] { return comm_->broadcast_async(b, b, static_cast<int>(opts.rootRank)); });
+  const uint64_t wire_tag = static_cast<uint32_t>(tag);
+  if (coalescing_) {
+    batch_.push_back(collectives::P2POp::send(moved(t.data), dst));
+    batch_tags_.push_back(wire_tag);
+    return batch_works_.emplace_back(
+        c10::make_intrusive<TorchWork>(rank_, OpType::SEND, std::vector{t.user}, std::vector{t.user},
+                                       std::vector{t.data}, nullptr, *future_threads_));
+  }
+  return run(OpType::SEND, {t.user}, {t.user}, {t.data}, nullptr,
+             [&] { return comm_->send_async(moved(t.data), dst, wire_tag); });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::allreduce(std::vector<at::Tensor>& tensors,
-                                                               const c10d::AllreduceOptions& opts) {
-  const CallName what{"allreduce", rank_, size_};
+c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::recv(std::vector<at::Tensor>& tensors, int src, int tag) {
+  const CallName what{"recv", rank_, size_};
   const Staged t = stage(what, only(what, tensors));
-  const Reduction r = reduction(what, opts.reduceOp, t.data.scalar_type());
-  const Buffer b = reduced(t.data, r);
-  return run(OpType::ALLREDUCE, {t.user}, {t.data}, [t] { t.copy_back(); },
-             [&] { return comm_->all_reduce_async(b, b, r.op); });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::allreduce_coalesced(std::vector<at::Tensor>& tensors,
-                                                                         const c10d::AllreduceCoalescedOptions& opts) {
-  const CallName what{"allreduce_coalesced", rank_, size_};
-  TORCH_CHECK(!tensors.empty(), "ringgrad ", what, ": no tensors");
-  const at::Tensor flat = flatten(what, tensors);
-  const Reduction r = reduction(what, opts.reduceOp, flat.scalar_type());
-  const Buffer b = reduced(flat, r);
-  return run(OpType::ALLREDUCE_COALESCED, tensors, {flat}, [flat, tensors] { unflatten(flat, tensors); },
-             [&] { return comm_->all_reduce_async(b, b, r.op); });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::reduce(std::vector<at::Tensor>& tensors,
-                                                            const c10d::ReduceOptions& opts) {
-  const CallName what{"reduce", rank_, size_};
-  const Staged t = stage(what, only(what, tensors));
-  const Reduction r = reduction(what, opts.reduceOp, t.data.scalar_type());
-  const Buffer b = reduced(t.data, r);
-  return run(OpType::REDUCE, {t.user}, {t.data}, [t] { t.copy_back(); },
-             [&] { return comm_->reduce_async(b, b, r.op, static_cast<int>(opts.rootRank)); });
-}
-
-// --- Gathers: one block per rank -------------------------------------------------------------
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::allgather(std::vector<std::vector<at::Tensor>>& outputs,
-                                                               std::vector<at::Tensor>& inputs,
-                                                               const c10d::AllgatherOptions&) {
-  const CallName what{"allgather", rank_, size_};
-  const Staged in = stage(what, only(what, inputs));
-  std::vector<at::Tensor>& outs = only_list(what, outputs);
-  TORCH_CHECK(outs.size() == static_cast<std::size_t>(size_), "ringgrad ", what, ": ", outs.size(),
-              " output tensors; one per rank (", size_, ") expected");
-  check_like(what, "output", outs, in.user);
-  for (const at::Tensor& o : outs) check_cpu(what, o);
-  const at::Tensor flat = at::empty({size_ * in.data.numel()}, in.data.options());
-  return run(OpType::ALLGATHER, outs, {in.data, flat}, [flat, outs] { unflatten(flat, outs); },
-             [&] { return comm_->all_gather_async(moved(in.data), moved(flat)); });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::_allgather_base(at::Tensor& output, at::Tensor& input,
-                                                                     const c10d::AllgatherOptions&) {
-  const CallName what{"_allgather_base", rank_, size_};
-  const Staged in = stage(what, input), out = stage(what, output);
-  return run(OpType::_ALLGATHER_BASE, {out.user}, {in.data, out.data}, [out] { out.copy_back(); },
-             [&] { return comm_->all_gather_async(moved(in.data), moved(out.data)); });
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::allgather_coalesced(std::vector<std::vector<at::Tensor>>& outputs,
-                                                                         std::vector<at::Tensor>& inputs,
-                                                                         const c10d::AllgatherOptions&) {
-  const CallName what{"allgather_coalesced", rank_, size_};
-  TORCH_CHECK(!inputs.empty(), "ringgrad ", what, ": no input tensors");
-  TORCH_CHECK(outputs.size() == static_cast<std::size_t>(size_), "ringgrad ", what, ": ", outputs.size(),
-              " output lists; one per rank (", size_, ") expected");
-  for (const std::vector<at::Tensor>& list : outputs) {
-    TORCH_CHECK(list.size() == inputs.size(), "ringgrad ", what, ": an output list holds ", list.size(),
-                " tensors; one per input (", inputs.size(), ") expected");
-    for (std::size_t i = 0; i < list.size(); ++i) check_like(what, "output", {list[i]}, inputs[i]);
+  const uint64_t wire_tag = static_cast<uint32_t>(tag);
+  if (coalescing_) {
+    batch_.push_back(collectives::P2POp::recv(moved(t.data), src));
+    batch_tags_.push_back(wire_tag);
+    return batch_works_.emplace_back(
+        c10::make_intrusive<TorchWork>(rank_, OpType::RECV, std::vector{t.user}, std::vector{t.user},
+                                       std::vector{t.data}, [t] { t.copy_back(); }, *future_threads_));
   }
-  const at::Tensor flat_in = flatten(what, inputs);
-  const at::Tensor flat_out = at::empty({size_ * flat_in.numel()}, flat_in.options());
-  auto finish = [flat_out, outputs, n = flat_in.numel()] {
-    for (std::size_t q = 0; q < outputs.size(); ++q) unflatten(flat_out.narrow(0, static_cast<int64_t>(q) * n, n), outputs[q]);
-  };
-  std::vector<at::Tensor> all;
-  for (const auto& list : outputs) all.insert(all.end(), list.begin(), list.end());
-  return run(OpType::ALLGATHER_COALESCED, all, {flat_in, flat_out}, finish,
-             [&] { return comm_->all_gather_async(moved(flat_in), moved(flat_out)); });
+  return run(OpType::RECV, {t.user}, {t.user}, {t.data}, [t] { t.copy_back(); },
+             [&] { return comm_->recv_async(moved(t.data), src, wire_tag); });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::gather(std::vector<std::vector<at::Tensor>>& outputs,
-                                                            std::vector<at::Tensor>& inputs, const c10d::GatherOptions& opts) {
-  const CallName what{"gather", rank_, size_};
-  const int root = static_cast<int>(opts.rootRank);
-  const Staged in = stage(what, only(what, inputs));
-  if (rank_ != root) {
-    TORCH_CHECK(outputs.empty(), "ringgrad ", what, ": only the root (rank ", root, ") takes output tensors");
-    const Buffer none{nullptr, 0, moved(in.data).dtype};
-    return run(OpType::GATHER, {}, {in.data}, nullptr, [&] { return comm_->gather_async(moved(in.data), none, root); });
+c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::recvAnysource(std::vector<at::Tensor>&, int) {
+  TORCH_CHECK(false, "ringgrad ", CallName{"recv", rank_, size_},
+              ": receiving from any source is not supported; name the source rank");
+}
+
+void ProcessGroupRinggrad::startCoalescing() { coalescing_ = true; }
+
+// One ringgrad batch per tag (a batch matches its peers' by one tag), in increasing tag order on
+// every rank: batch t waits only on the peers' batches of tag t, which every rank reaches after
+// finishing those of smaller tags, so the batches cannot wait on one another in a cycle.
+void ProcessGroupRinggrad::endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>&) {
+  coalescing_ = false;
+  std::map<uint64_t, std::vector<std::size_t>> by_tag;  // op indices of each tag, in issue order
+  for (std::size_t i = 0; i < batch_.size(); ++i) by_tag[batch_tags_[i]].push_back(i);
+  for (const auto& [tag, indices] : by_tag) {
+    std::vector<collectives::P2POp> ops;
+    for (std::size_t i : indices) ops.push_back(batch_[i]);
+    const collectives::Work batch = comm_->batch_isend_irecv(std::move(ops), tag);
+    for (std::size_t i : indices) batch_works_[i]->start(batch);
   }
-  std::vector<at::Tensor>& outs = only_list(what, outputs);
-  TORCH_CHECK(outs.size() == static_cast<std::size_t>(size_), "ringgrad ", what, ": ", outs.size(),
-              " output tensors; one per rank (", size_, ") expected");
-  check_like(what, "output", outs, in.user);
-  for (const at::Tensor& o : outs) check_cpu(what, o);
-  const at::Tensor flat = at::empty({size_ * in.data.numel()}, in.data.options());
-  return run(OpType::GATHER, outs, {in.data, flat}, [flat, outs] { unflatten(flat, outs); },
-             [&] { return comm_->gather_async(moved(in.data), moved(flat), root); });
+  batch_.clear();
+  batch_tags_.clear();
+  batch_works_.clear();
 }
 
-// --- Scatters: one block per rank ------------------------------------------------------------
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::scatter(std::vector<at::Tensor>& outputs,
-                                                             std::vector<std::vector<at::Tensor>>& inputs,
-                                                             const c10d::ScatterOptions& opts) {
-  const CallName what{"scatter", rank_, size_};
-  const int root = static_cast<int>(opts.rootRank);
-  const Staged out = stage(what, only(what, outputs));
-  if (rank_ != root) {
-    TORCH_CHECK(inputs.empty(), "ringgrad ", what, ": only the root (rank ", root, ") takes input tensors");
-    const ConstBuffer none{nullptr, 0, moved(out.data).dtype};
-    return run(OpType::SCATTER, {out.user}, {out.data}, [out] { out.copy_back(); },
-               [&] { return comm_->scatter_async(none, moved(out.data), root); });
+void ProcessGroupRinggrad::setSequenceNumberForGroup() {
+  constexpr int kBytes = sizeof(uint64_t);
+  if (rank_ == 0) {
+    const uint64_t start = 1 + std::random_device{}();
+    sequenceNum_ = c10d::SequenceNum(start);
+    store_->set(c10d::kSeqNumStoreKey, c10d::toVec<uint8_t>(start, kBytes));
+  } else {
+    sequenceNum_ = c10d::SequenceNum(c10d::fromVec<uint8_t>(store_->get(c10d::kSeqNumStoreKey)));
   }
-  std::vector<at::Tensor>& ins = only_list(what, inputs);
-  TORCH_CHECK(ins.size() == static_cast<std::size_t>(size_), "ringgrad ", what, ": ", ins.size(),
-              " input tensors; one per rank (", size_, ") expected");
-  check_like(what, "input", ins, out.user);
-  const at::Tensor flat = flatten(what, ins);
-  return run(OpType::SCATTER, {out.user}, {flat, out.data}, [out] { out.copy_back(); },
-             [&] { return comm_->scatter_async(moved(flat), moved(out.data), root); });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::reduce_scatter(std::vector<at::Tensor>& outputs,
-                                                                    std::vector<std::vector<at::Tensor>>& inputs,
-                                                                    const c10d::ReduceScatterOptions& opts) {
-  const CallName what{"reduce_scatter", rank_, size_};
-  const Staged out = stage(what, only(what, outputs));
-  std::vector<at::Tensor>& ins = only_list(what, inputs);
-  TORCH_CHECK(ins.size() == static_cast<std::size_t>(size_), "ringgrad ", what, ": ", ins.size(),
-              " input tensors; one per rank (", size_, ") expected");
-  check_like(what, "input", ins, out.user);
-  const at::Tensor flat = flatten(what, ins);
-  const Reduction r = reduction(what, opts.reduceOp, flat.scalar_type());
-  return run(OpType::REDUCE_SCATTER, {out.user}, {flat, out.data}, [out] { out.copy_back(); },
-             [&] { return comm_->reduce_scatter_async(reduced(flat, r), reduced(out.data, r), r.op); });
-}
+uint64_t ProcessGroupRinggrad::getSequenceNumberForGroup() { return sequenceNum_ ? sequenceNum_->get() : 0; }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::_reduce_scatter_base(at::Tensor& output, at::Tensor& input,
-                                                                          const c10d::ReduceScatterOptions& opts) {
-  const CallName what{"_reduce_scatter_base", rank_, size_};
-  const Staged in = stage(what, input), out = stage(what, output);
-  const Reduction r = reduction(what, opts.reduceOp, in.data.scalar_type());
-  return run(OpType::_REDUCE_SCATTER_BASE, {out.user}, {in.data, out.data}, [out] { out.copy_back(); },
-             [&] { return comm_->reduce_scatter_async(reduced(in.data, r), reduced(out.data, r), r.op); });
+c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::barrier(const c10d::BarrierOptions&) {
+  return run(OpType::BARRIER, {}, {}, {}, nullptr, [&] { return comm_->barrier_async(); });
 }
 
 }  // namespace ringgrad::torch_backend

@@ -89,17 +89,23 @@ class ProcessGroupRinggrad : public c10d::ProcessGroup {
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions& opts) override;
   void startCoalescing() override;
   void endCoalescing(std::vector<c10::intrusive_ptr<c10d::Work>>& works) override;
+  /// c10d's sequence number (what torch's desync checks compare): rank 0's random start, given
+  /// to the others through the store, then one more per collective.
+  void setSequenceNumberForGroup() override;
+  uint64_t getSequenceNumberForGroup() override;
 
   /// The Communicator underneath (its host path, statistics, flight record).
   collectives::Communicator& communicator() { return *comm_; }
 
  private:
-  // Issues a call and wraps it in a TorchWork: `issue` returns the ringgrad Work; `buffers`
-  // are what it reads and writes (held until it ends); `finish` runs after it.
-  template <typename Issue>
-  c10::intrusive_ptr<c10d::Work> run(c10d::OpType type, std::vector<at::Tensor> outputs, std::vector<at::Tensor> buffers,
-                                     std::function<void()> finish, Issue&& issue);
+  // Issues a call and wraps it in a TorchWork: `issue` returns the ringgrad Work; `inputs` are
+  // the caller's (for the profiler), `buffers` what the call reads and writes (held until it
+  // ends); `finish` runs after it.
+  c10::intrusive_ptr<c10d::Work> run(c10d::OpType type, const std::vector<at::Tensor>& inputs,
+                                     std::vector<at::Tensor> outputs, std::vector<at::Tensor> buffers,
+                                     std::function<void()> finish, const std::function<collectives::Work()>& issue);
 
+  c10::intrusive_ptr<c10d::Store> store_;
   std::unique_ptr<FutureThreads> future_threads_ = std::make_unique<FutureThreads>();
   std::unique_ptr<collectives::Communicator> comm_;
   // Between startCoalescing and endCoalescing: the sends and receives so far, each with its
@@ -109,15 +115,5 @@ class ProcessGroupRinggrad : public c10d::ProcessGroup {
   std::vector<uint64_t> batch_tags_;
   std::vector<c10::intrusive_ptr<TorchWork>> batch_works_;
 };
-
-template <typename Issue>
-c10::intrusive_ptr<c10d::Work> ProcessGroupRinggrad::run(c10d::OpType type, std::vector<at::Tensor> outputs,
-                                                         std::vector<at::Tensor> buffers, std::function<void()> finish,
-                                                         Issue&& issue) {
-  auto work = c10::make_intrusive<TorchWork>(rank_, type, std::move(outputs), std::move(buffers), std::move(finish),
-                                             *future_threads_);
-  work->start(issue());
-  return work;
-}
 
 }  // namespace ringgrad::torch_backend

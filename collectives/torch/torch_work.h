@@ -26,10 +26,11 @@ class TorchWork : public c10d::Work {
   /// `outputs`: what result() and the Future hold; `buffers`: every tensor the call reads or
   /// writes, held until it ends (staged copies the caller never sees); `finish`: run on
   /// ringgrad's worker when the call succeeded, before anyone is woken (copies into the
-  /// caller's tensors). `rank` and `type` are c10d's bookkeeping (this rank, the OpType);
+  /// caller's tensors). `rank` and `type` are c10d's bookkeeping (this rank, the OpType), and
+  /// with `inputs` what torch's profiler records ("ringgrad:all_reduce", the input shapes);
   /// `threads` (the process group's) complete a Future handed out before the call ended.
-  TorchWork(int rank, c10d::OpType type, std::vector<at::Tensor> outputs, std::vector<at::Tensor> buffers,
-            std::function<void()> finish, FutureThreads& threads);
+  TorchWork(int rank, c10d::OpType type, const std::vector<at::Tensor>& inputs, std::vector<at::Tensor> outputs,
+            std::vector<at::Tensor> buffers, std::function<void()> finish, FutureThreads& threads);
 
   /// Binds the ringgrad call this Work stands for; called once, right after the call is issued.
   void start(collectives::Work call);
