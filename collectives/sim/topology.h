@@ -58,14 +58,20 @@ struct Topology {
   /// reach one another at once.
   int streams = 1;
 
+  /// GPUs (or CPU ranks) in all; ranks in all (devices x streams); the host of `rank`
+  /// (ranks are numbered device-major within a stream, rank % devices() the device).
   int devices() const { return hosts * ranks_per_host; }
   int world_size() const { return devices() * streams; }
   int host_of(int rank) const { return rank % devices() / ranks_per_host; }
+  /// Which host each rank is on, as ringgrad's hierarchical algorithms read it (host_layout.h).
   HostLayout layout() const;
 
   /// Hops are numbered 0 .. hop_count()-1; hop_beta(h): seconds per byte of hop h.
   int hop_count() const;
   double hop_beta(int hop) const;
+  /// The hops a message from rank src to rank dst crosses, in order (the sender's port, then the
+  /// receiver's; through the hosts' uplinks where there are some), and the latency of the link
+  /// it takes (intra or inter, seconds); none between two streams of one device.
   Path path(int src, int dst) const;
 
   /// The piece size ringgrad's links cut transfers into for these ranks (comm_options.h): 4 MiB
