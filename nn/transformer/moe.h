@@ -62,11 +62,15 @@ class MoE : public Module {
  public:
   /// Throws std::invalid_argument for top_k outside [1, E] or capacity_factor <= 0.
   explicit MoE(const GPTConfig& config);
+  /// Routes x's B T tokens (route()), runs each kept (token, expert) row through its expert
+  /// (here or through the placement), and adds each token's outputs times their gates; dropped
+  /// assignments add nothing. In eval mode nothing is dropped. Keeps aux_loss() and routing().
   Tensor forward(const Tensor& x) override;
 
   std::shared_ptr<Linear> router;
   /// Expert e at experts[e - first_expert()]: all E until shard() keeps a range.
   std::vector<std::shared_ptr<MLP>> experts;
+  /// E, the layer's experts in all; the first one this module holds (0 unless sharded).
   std::int64_t num_experts() const { return num_experts_; }
   std::int64_t first_expert() const { return first_; }
 

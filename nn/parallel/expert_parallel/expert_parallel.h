@@ -31,7 +31,12 @@ namespace ringgrad::nn::parallel {
 /// [r E/EP, (r + 1) E/EP).
 class ExpertParallel final : public ExpertPlacement {
  public:
+  /// `experts` is E, the layer's experts over the whole group (E % group size == 0).
   ExpertParallel(collectives::Communicator& group, std::int64_t experts);
+  /// Collective over the group: exchanges the counts (all_to_all), sends each expert's rows of
+  /// `rows` [sum counts, C] to the rank holding it and receives the rows for this rank's experts
+  /// (all_to_all_v), runs them, and sends the outputs back in `rows`' order (all_to_all_v);
+  /// backward runs the two exchanges transposed. Throws CollectiveError when a peer fails.
   Tensor run(const Tensor& rows, const std::vector<std::int64_t>& counts, const ExpertFn& expert) override;
 
   /// The last run's rows sent to each rank of the group (this rank's own included), and

@@ -38,10 +38,17 @@ class StageStep {
   std::size_t pending_weight_passes() const { return weight_passes_.size(); }
 
   // --- Exchanges with the neighbours (one chunk per stage) ---------------------------------
+  /// Micro-batch m's token ids [mb, T] (int64), the first stage's input.
   Tensor first_input(int m) const;
+  /// Micro-batch m's activation [mb, T, C] from the previous stage (blocking), as a leaf that
+  /// will hold its gradient; on the first stage, first_input(m).
   Tensor recv_forward(int m);
+  /// This stage's output [mb, T, C] to the next stage (blocking; nothing on the last).
   void send_forward(const Tensor& y);
+  /// The gradient of this stage's output [mb, T, C] from the next stage (blocking; the messages
+  /// arrive in the order the outputs were sent); undefined on the last stage.
   Tensor recv_backward();
+  /// The gradient of this stage's input to the previous stage (blocking; nothing on the first).
   void send_backward(const Tensor& g);
   /// Send y forward and receive the gradient of an earlier output from the same neighbour, as one batch.
   Tensor send_forward_recv_backward(const Tensor& y);
@@ -90,7 +97,11 @@ class StageStep {
   PipelineStepResult result_;
 };
 
-/// The schedules beyond AFAB and 1F1B, each in its own file.
+/// The schedules beyond AFAB and 1F1B, each in its own file: one step of stage `stage` of
+/// `stages` over `micro_batches` micro-batches, driving `step` (collective over the pipeline
+/// group). ZB-H1 (zero_bubble_schedule.cc) splits each backward into B and a deferred W pass;
+/// interleaved 1F1B (interleaved_schedule.cc) runs `chunks` model chunks per stage and needs
+/// micro_batches to be a multiple of stages (pipeline_schedule.cc refuses it otherwise).
 void zero_bubble_h1(StageStep& step, int stage, int stages, int micro_batches);
 void interleaved_1f1b(StageStep& step, int stage, int stages, int chunks, int micro_batches);
 
