@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "collectives/enum_format.h"
 #include "transport/error.h"
 
 namespace ringgrad::collectives {
@@ -94,7 +95,7 @@ CallQueue::~CallQueue() {
 
 void CallQueue::throw_broken(CollKind kind) const {
   throw transport::TransportError(fmt::format("{} on {}: the communicator is broken by an earlier error: {}",
-                                              coll_name(kind), describe_rank(group_), broken_));
+                                              kind, describe_rank(group_), broken_));
 }
 
 // A small blocking call is mostly this function's own cost, so it takes the lock once on the

@@ -14,6 +14,7 @@
 #include "collectives/call_queue.h"
 #include "collectives/call_runner.h"
 #include "collectives/check.h"
+#include "collectives/enum_format.h"
 #include "collectives/flight_recorder.h"
 #include "collectives/task.h"
 
@@ -122,7 +123,7 @@ Work Communicator::issue(Task&& task, bool blocking) {
   }
   // Without the check no other rank would hear of a bad argument: throw here, before any data moves.
   if (!task.invalid.empty() && (!options_.check_args || !is_collective(task.kind)))
-    throw CollectiveError(fmt::format("{} on {}: {}", coll_name(task.kind), describe_rank(group_), task.invalid));
+    throw CollectiveError(fmt::format("{} on {}: {}", task.kind, describe_rank(group_), task.invalid));
   return queue_->submit(std::move(task), blocking);
 }
 
