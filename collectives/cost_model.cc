@@ -75,8 +75,8 @@ Algo CostModel::choose(CollKind kind, std::size_t n, int p, int hosts) const {
     // One-shot past kOneShotMaxBytes: the ring is faster on 2 ranks over shared memory (one-shot
     // reduces the whole vector on every rank), though the model, paying the ring an alpha per
     // segment, would say otherwise; and one-shot's workspace is p n bytes.
-    if (!has_algo(kind, a) || (a == Algo::kOneShot && n > kOneShotMaxBytes)) continue;
-    const double t = predict(kind, a, n, p, hosts);
+    if (a == Algo::kOneShot && n > kOneShotMaxBytes) continue;
+    const double t = predict(kind, a, n, p, hosts);  // infinite where `kind` has no `a`
     if (t < best_t) best = a, best_t = t;
   }
   return best;
