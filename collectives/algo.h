@@ -30,6 +30,14 @@ constexpr bool has_op(CollKind kind) {
 constexpr bool has_root(CollKind kind) {
   return kind == CollKind::kBroadcast || kind == CollKind::kReduce || kind == CollKind::kGather || kind == CollKind::kScatter;
 }
+/// Which buffers rank `rank` of a collective uses: the root alone sends in broadcast and
+/// scatter, and alone receives in reduce and gather.
+constexpr bool uses_send(CollKind kind, int rank, int root) {
+  return (kind != CollKind::kBroadcast && kind != CollKind::kScatter) || rank == root;
+}
+constexpr bool uses_recv(CollKind kind, int rank, int root) {
+  return (kind != CollKind::kReduce && kind != CollKind::kGather) || rank == root;
+}
 
 /// "broadcast", "reduce", "all_reduce", "all_gather", "reduce_scatter", "barrier", "send", "recv",
 /// "gather", "scatter", "all_to_all", "batch_send_recv", "all_to_all_v".

@@ -57,41 +57,38 @@ CallRunner::~CallRunner() = default;
 
 std::string CallRunner::host_path() const { return links_->path(); }
 
+// The call, start to end, in three stages: the argument check, the device staging of a group's
+// call, the data. Throws what it fails with.
 void CallRunner::run_call(Task& task) {
-  const bool checked = options_.check_args && is_collective(task.kind);
-  if (checked) {
-    const std::size_t chunk = task.device == kHost ? options_.chunk_bytes : options_.device_chunk_bytes;
-    const Descriptor mine = describe_call(task.kind, task.seq, task.args, task.algo, chunk, task.device != kHost,
-                                          mpi_ != nullptr, task.invalid);
+  const auto refuse_unless_agreed = [&](const std::string& why) {
+    if (!why.empty()) throw CollectiveError(fmt::format("{}: {}", where(task, group_), why));
+  };
+  // 1. The argument check (check.h), which a reader learning the algorithms may skip.
+  if (options_.check_args && is_collective(task.kind)) {
     // The check's messages travel like the data: shared memory once chosen (the first host
     // collective is checked over TCP, before the ranks meet to set shared memory up).
     const std::unique_ptr<Link> link = links_->link(task, kCheckTag);
-    if (piggybacks(mine.head)) {  // a small call: its data rides in the check's message
-      refuse_unless_agreed(task, piggyback(*link, mine, task.args, heads_, bodies_));
-      if (task.device == kHost) links_->choose_path();
+    const std::size_t chunk = task.device == kHost ? options_.chunk_bytes : options_.device_chunk_bytes;
+    const Descriptor mine = describe_call(task.kind, task.seq, task.args, task.algo, chunk, task.device != kHost,
+                                          mpi_ != nullptr, task.invalid);
+    const std::size_t block = task.args.count * task.elem_bytes;  // one rank's block (per peer, in all-to-all)
+    if (piggybacks(mine.head, block)) {  // a small call: its data rides in the check's message
+      refuse_unless_agreed(piggyback(*link, mine, task.args, block, heads_, bodies_));
+      links_->choose_path();  // host memory: the first host collective chooses the path (3.)
       return;
     }
-    refuse_unless_agreed(task, agree(*link, mine, heads_));
+    refuse_unless_agreed(agree(*link, mine, heads_));
     if (task.kind == CollKind::kAllToAllV) {  // per-peer counts: each pair compares its own
       const std::string counts = check_counts(*link, task.send_counts, task.recv_counts);
-      refuse_unless_agreed(task, agree(*link, describe_call(task.kind, task.seq, task.args, task.algo, chunk,
-                                                            task.device != kHost, mpi_ != nullptr, counts), heads_));
+      refuse_unless_agreed(agree(*link, describe_call(task.kind, task.seq, task.args, task.algo, chunk,
+                                                      task.device != kHost, mpi_ != nullptr, counts), heads_));
     }
   }
-  // A group's device buffers go through host memory (host_staging.h): the call becomes a host one.
+  // 2. A group's device buffers go through host memory (host_staging.h): the call becomes a host one.
   std::optional<HostStaging> staged;
   if (task.device != kHost && !group_.is_world()) staged.emplace(task, group_.rank, group_.size);
-  // Every rank agreed on this call, so all meet here: the first host collective chooses the path.
-  if (task.device == kHost && !mpi_ && is_collective(task.kind)) links_->choose_path();
-  move_data(task);
-  if (staged) staged->finish();
-}
-
-void CallRunner::refuse_unless_agreed(const Task& task, const std::string& why) const {
-  if (!why.empty()) throw CollectiveError(fmt::format("{}: {}", where(task, group_), why));
-}
-
-void CallRunner::move_data(Task& task) {
+  // 3. The data, moved by the call's algorithm over its link, or by a backend. Every rank agreed
+  // on this call, so all meet here: the first host collective chooses the path.
   const uint64_t tag = is_collective(task.kind) ? task.seq : kP2PTagBit | task.tag;
   if (task.device != kHost) {
     if (!device_) device_ = make_device_backend(*transport_, options_, task.device, hosts_);
@@ -102,20 +99,26 @@ void CallRunner::move_data(Task& task) {
     else if (task.kind == CollKind::kAllToAllV) mpi_->run_all_to_all_v(task.args, task.send_counts, task.recv_counts);
     else mpi_->run(task.kind, task.args, task.peer, task.tag);
   } else {
+    if (is_collective(task.kind)) links_->choose_path();
     const std::unique_ptr<Link> link = links_->link(task, tag);
     if (task.kind == CollKind::kBatchSendRecv) irecv_isend_waitall(*link, task.ops);
     else if (task.kind == CollKind::kAllToAllV) pairwise_all_to_all_v(*link, task.args, task.send_counts, task.recv_counts);
     else run_collective(*link, task.kind, task.algo, task.args, task.peer, hosts_);
   }
+  if (staged) staged->finish();
 }
 
+// A CollectiveError is found before any data moves: the communicator stays usable. Any other
+// failure may leave the ranks out of step, so it breaks the communicator: every later call fails
+// with the first error, and this rank runs no collective from the failed one on (for a send or
+// recv, from the next collective).
 CallRunner::Outcome CallRunner::execute(Task& task) noexcept {
   Outcome outcome;
   try {
     run_call(task);
     return {};
   } catch (const CollectiveError&) {
-    return {std::current_exception(), {}};  // found before any data moved: still usable
+    return {std::current_exception(), {}};
   } catch (const transport::TransportError& e) {
     outcome.breaks = e.what();
     try {  // the error names the call; formatting it can fail only for want of memory
@@ -130,20 +133,12 @@ CallRunner::Outcome CallRunner::execute(Task& task) noexcept {
     outcome.error = std::current_exception();
   }
   if (outcome.breaks.empty()) outcome.breaks = "an error without a message";
-  break_on(outcome.breaks, task.seq);
-  return outcome;
-}
-
-// Any other failure may leave the ranks out of step: every later call fails with the first
-// error. This rank runs no collective from `first` on (the failed call's sequence number, or for
-// a send/recv the next collective's).
-void CallRunner::break_on(const std::string& why, uint64_t first) noexcept {
-  if (!transport_) return;  // broken already
+  if (!transport_) return outcome;  // broken already
   try {
-    links_->abort(group_.rank, first);  // peers waiting in those collectives wake and fail now
+    links_->abort(group_.rank, task.seq);  // peers waiting in those collectives wake and fail now
     // Abort: closing every connection makes the peers fail now instead of at their timeout (and
     // lets rank 0's transport leave without waiting for peers blocked on it).
-    transport_->abort(why);
+    transport_->abort(outcome.breaks);
   } catch (...) {
     // Nothing more to tell the peers: they fail at their timeout instead.
   }
@@ -151,6 +146,7 @@ void CallRunner::break_on(const std::string& why, uint64_t first) noexcept {
   // Leaked on purpose: freeing device memory waits for the device, and our stream may wait
   // forever on an event of the dead peer. A broken communicator's process is about to end.
   static_cast<void>(device_.release());
+  return outcome;
 }
 
 }  // namespace ringgrad::collectives

@@ -56,13 +56,6 @@ class CallRunner {
  private:
   // The call, start to end; throws what it fails with.
   void run_call(Task& task);
-  // Throws CollectiveError when `why` (the check's finding) is not empty.
-  void refuse_unless_agreed(const Task& task, const std::string& why) const;
-  // The call's data, moved by the algorithm over its link, or by a backend.
-  void move_data(Task& task);
-  // Ends the communicator after a failure that may leave the ranks out of step: peers waiting
-  // on this rank fail now.
-  void break_on(const std::string& why, uint64_t first) noexcept;
 
   std::shared_ptr<transport::Transport> transport_;  // reset when broken
   // Shared with every Work::State, which may outlive the runner; counted without a lock.

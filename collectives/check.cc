@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "collectives/collective_error.h"
+#include "collectives/enum_format.h"
 
 namespace ringgrad::collectives {
 
@@ -75,13 +76,6 @@ std::string agree(Link& link, const Descriptor& mine, std::vector<CallHeader>& h
   return headers_agree(heads) ? std::string() : disagreement(link, mine);
 }
 
-std::size_t body_bytes(const CallHeader& h) {
-  if (h.has_body == 0) return 0;
-  std::uint64_t n = 0;
-  std::memcpy(&n, h.data, sizeof n);
-  return static_cast<std::size_t>(n);
-}
-
 std::string disagreement(Link& link, const Descriptor& mine) { return find_disagreement(exchange_all(link, mine)); }
 
 std::string check_counts(Link& link, std::span<const std::size_t> send_counts, std::span<const std::size_t> recv_counts) {
@@ -124,7 +118,7 @@ std::string find_disagreement(const std::vector<Descriptor>& all) {
   };
   const auto kind = [](const Descriptor& d) { return static_cast<CollKind>(d.head.kind); };
   if (auto e = differ("the collective", [&](const Descriptor& d) {
-        return fmt::format("{} #{}", coll_name(kind(d)), d.head.seq);
+        return fmt::format("{} #{}", kind(d), d.head.seq);
       }); !e.empty())
     return e;
   std::vector<std::string> found;
@@ -132,12 +126,12 @@ std::string find_disagreement(const std::vector<Descriptor>& all) {
   add(differ("memory", [](const Descriptor& d) { return std::string(d.head.on_device ? "device" : "host"); }));
   add(differ("count", [](const Descriptor& d) { return std::to_string(d.head.count); }));
   if (kind(all[0]) != CollKind::kBarrier)
-    add(differ("dtype", [](const Descriptor& d) { return std::string(dtype_name(static_cast<DType>(d.head.dtype))); }));
+    add(differ("dtype", [](const Descriptor& d) { return fmt::format("{}", static_cast<DType>(d.head.dtype)); }));
   if (has_op(kind(all[0])))
-    add(differ("op", [](const Descriptor& d) { return std::string(reduce_op_name(static_cast<ReduceOp>(d.head.op))); }));
+    add(differ("op", [](const Descriptor& d) { return fmt::format("{}", static_cast<ReduceOp>(d.head.op)); }));
   if (has_root(kind(all[0]))) add(differ("root", [](const Descriptor& d) { return std::to_string(d.head.root); }));
   add(differ("algorithm (RINGGRAD_ALGO or the cost model differ)",
-             [](const Descriptor& d) { return std::string(algo_name(static_cast<Algo>(d.head.algo))); }));
+             [](const Descriptor& d) { return fmt::format("{}", static_cast<Algo>(d.head.algo)); }));
   add(differ("chunk_bytes (RINGGRAD_CHUNK_BYTES)", [](const Descriptor& d) { return std::to_string(d.head.chunk_bytes); }));
   add(differ("backend (RINGGRAD_BACKEND)", [](const Descriptor& d) { return std::string(d.head.by_mpi ? "mpi" : "ringgrad"); }));
   return fmt::format("{}", fmt::join(found, "; "));

@@ -57,7 +57,12 @@ Descriptor describe_call(CollKind kind, uint64_t seq, const CollArgs& args, Algo
 
 /// The length of the body that follows `h` (0: none); a receiver reads it off the sender's
 /// header, so it takes exactly what was sent even when the two ranks' calls differ.
-std::size_t body_bytes(const CallHeader& h);
+inline std::size_t body_bytes(const CallHeader& h) {
+  if (h.has_body == 0) return 0;
+  std::uint64_t n = 0;
+  std::memcpy(&n, h.data, sizeof n);
+  return static_cast<std::size_t>(n);
+}
 
 /// Exchanges headers with every peer over `link` (made with tag kCheckTag): p-1 pairwise
 /// steps, every rank's header in `heads` (by rank; its capacity kept from call to call).

@@ -4,8 +4,8 @@
 
 #include <fmt/format.h>
 
+#include "collectives/algo.h"
 #include "collectives/collective_error.h"
-#include "collectives/validate.h"
 
 #if RINGGRAD_HAVE_CUDA
 #include <cuda_runtime_api.h>

@@ -10,13 +10,14 @@
 #include <fmt/ranges.h>
 
 #include "collectives/device_check.h"
+#include "collectives/enum_format.h"
 #include "collectives/validate.h"
 
 namespace ringgrad::collectives {
 
 std::string where(const Task& task, const Group& group) {
-  if (!is_collective(task.kind)) return fmt::format("{} on {}", coll_name(task.kind), describe_rank(group));
-  return fmt::format("{} #{} on {}", coll_name(task.kind), task.seq, describe_rank(group));
+  if (!is_collective(task.kind)) return fmt::format("{} on {}", task.kind, describe_rank(group));
+  return fmt::format("{} #{} on {}", task.kind, task.seq, describe_rank(group));
 }
 
 Task collective_task(CollKind kind, ConstBuffer send, Buffer recv, ReduceOp op, int root, Algo algo, int rank,
@@ -32,18 +33,19 @@ Task collective_task(CollKind kind, ConstBuffer send, Buffer recv, ReduceOp op, 
   std::size_t count = count_from_recv ? recv.count : send.count;
   if (kind == CollKind::kAllToAll) count /= P;  // elements per peer
   t.args = CollArgs{static_cast<const std::byte*>(send.data), static_cast<std::byte*>(recv.data), count, dtype, op, root};
-  t.invalid = validate(kind, send, recv, root, rank, p);
-  t.device = call_device(kind, send, recv, root, rank);
+  t.device = uses_recv(kind, rank, root) ? recv.device : send.device;  // where this rank's buffers live
+  t.elem_bytes = dtype_size(dtype);
+  t.invalid = validate(kind, send, recv, root, rank, p, t.elem_bytes);
   if (algo != Algo::kAuto && !has_algo(kind, algo) && kind != CollKind::kBarrier) {
     std::vector<std::string_view> has;
     for (Algo a : kAllAlgos)
       if (has_algo(kind, a)) has.push_back(algo_name(a));
-    t.invalid = fmt::format("{} has no '{}' algorithm (it has: {})", coll_name(kind), algo_name(algo), fmt::join(has, ", "));
+    t.invalid = fmt::format("{} has no '{}' algorithm (it has: {})", kind, algo, fmt::join(has, ", "));
   }
   // nccl-tests' size: the whole buffer, all p blocks where the count is per rank.
   const bool per_rank = kind == CollKind::kAllGather || kind == CollKind::kReduceScatter || kind == CollKind::kGather ||
                         kind == CollKind::kScatter || kind == CollKind::kAllToAll;
-  t.bytes = count * dtype_size(dtype) * (per_rank ? P : 1);
+  t.bytes = count * t.elem_bytes * (per_rank ? P : 1);
   t.algo = algo;
   return t;
 }
@@ -89,7 +91,8 @@ Task all_to_all_v_task(ConstBuffer send, std::span<const std::size_t> send_count
   t.send_counts.assign(send_counts.begin(), send_counts.end());
   t.recv_counts.assign(recv_counts.begin(), recv_counts.end());
   t.device = send.device;
-  t.bytes = send.count * dtype_size(send.dtype);
+  t.elem_bytes = dtype_size(send.dtype);
+  t.bytes = send.count * t.elem_bytes;
   const auto P = static_cast<std::size_t>(world_size), R = static_cast<std::size_t>(rank);
   std::size_t send_total = 0, recv_total = 0;
   for (std::size_t c : t.send_counts) send_total += c;
@@ -106,7 +109,7 @@ Task all_to_all_v_task(ConstBuffer send, std::span<const std::size_t> send_count
   else if (send.device != kHost || recv.device != kHost)
     t.invalid = "all_to_all_v takes host buffers (device buffers: not yet)";
   else if (send.dtype != recv.dtype)
-    t.invalid = fmt::format("send is {} but recv is {}", dtype_name(send.dtype), dtype_name(recv.dtype));
+    t.invalid = fmt::format("send is {} but recv is {}", send.dtype, recv.dtype);
   else if (send.stride != 1 || recv.stride != 1)
     t.invalid = "a buffer is not contiguous (stride other than 1); make a contiguous copy first";
   else if (const auto s = reinterpret_cast<std::uintptr_t>(send.data), r = reinterpret_cast<std::uintptr_t>(recv.data);

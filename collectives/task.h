@@ -24,6 +24,7 @@ struct Task {
   Algo algo = Algo::kAuto;  // as asked; the Communicator resolves kAuto before it runs
   std::size_t bytes = 0;    // collectives: nccl-tests' size, which the algorithm is chosen by; others: the bytes moved
   CollArgs args{};
+  std::size_t elem_bytes = 0;  // collectives: bytes of one element of args.dtype
   int device = kHost;  // where this rank's buffers are
   int peer = -1;       // send/recv only
   std::vector<P2POp> ops;  // batch_send_recv only

@@ -10,23 +10,21 @@
 namespace ringgrad::collectives {
 namespace {
 
-// The call's block of count elements (per peer, in all-to-all): bytes.
-std::size_t block_bytes(const CallHeader& h) { return h.count * dtype_size(static_cast<DType>(h.dtype)); }
-
-// piggyback_bytes() given piggybacks(h) and block_bytes(h): a broadcast's non-roots send nothing.
+// piggyback_bytes() given piggybacks(h, block): a broadcast's non-roots send nothing.
 std::size_t bytes_from(const CallHeader& h, std::size_t block, int sender) {
   return static_cast<CollKind>(h.kind) == CollKind::kBroadcast && sender != h.root ? 0 : block;
 }
 
 // What a rank sends peer `to`: its send buffer, or in all-to-all its block for `to`.
-const std::byte* data_for(const CallHeader& h, const std::byte* send, int to) {
+const std::byte* data_for(const CallHeader& h, std::size_t block, const std::byte* send, int to) {
   if (static_cast<CollKind>(h.kind) != CollKind::kAllToAll) return send;
-  return send + static_cast<std::size_t>(to) * block_bytes(h);
+  return send + static_cast<std::size_t>(to) * block;
 }
 
-// The call once every peer's data is here: `from[q]` is what rank q sent (null: nothing).
-void finish(Link& link, CollKind kind, const CollArgs& a, std::span<const std::byte* const> from, std::byte* scratch) {
-  const std::size_t bytes = a.count * dtype_size(a.dtype);
+// The call once every peer's data is here: `from[q]` is what rank q sent (null: nothing), each
+// a block of `bytes`.
+void finish(Link& link, CollKind kind, const CollArgs& a, std::size_t bytes, std::span<const std::byte* const> from,
+            std::byte* scratch) {
   switch (kind) {
     case CollKind::kAllReduce: return reduce_in_rank_order(link, from, a.recv, a.count, a.dtype, a.op, scratch);
     case CollKind::kBroadcast: return link.copy(a.recv, from[static_cast<std::size_t>(a.root)], bytes);
@@ -37,23 +35,23 @@ void finish(Link& link, CollKind kind, const CollArgs& a, std::span<const std::b
 
 }  // namespace
 
-bool piggybacks(const CallHeader& h) {
+bool piggybacks(const CallHeader& h, std::size_t block) {
   const auto kind = static_cast<CollKind>(h.kind);
   const bool whole = (kind == CollKind::kAllReduce && static_cast<Algo>(h.algo) == Algo::kOneShot) ||
                      kind == CollKind::kAllGather || kind == CollKind::kBroadcast || kind == CollKind::kAllToAll;
-  const std::size_t bytes = block_bytes(h);
-  return whole && h.invalid == 0 && h.on_device == 0 && h.by_mpi == 0 && bytes > 0 &&
-         bytes <= std::min<std::size_t>(h.chunk_bytes, kPiggybackMaxBytes);
+  return whole && h.invalid == 0 && h.on_device == 0 && h.by_mpi == 0 && block > 0 &&
+         block <= std::min<std::size_t>(h.chunk_bytes, kPiggybackMaxBytes);
 }
 
 std::size_t piggyback_bytes(const CallHeader& h, int sender) {
-  return piggybacks(h) ? bytes_from(h, block_bytes(h), sender) : 0;
+  const std::size_t block = h.count * dtype_size(static_cast<DType>(h.dtype));
+  return piggybacks(h, block) ? bytes_from(h, block, sender) : 0;
 }
 
-std::string piggyback(Link& link, const Descriptor& mine, const CollArgs& args, std::vector<CallHeader>& heads,
-                      std::vector<const std::byte*>& bodies) {
+std::string piggyback(Link& link, const Descriptor& mine, const CollArgs& args, std::size_t block,
+                      std::vector<CallHeader>& heads, std::vector<const std::byte*>& bodies) {
   const int p = link.world_size(), r = link.rank();
-  const std::size_t block = block_bytes(mine.head), out_bytes = bytes_from(mine.head, block, r);
+  const std::size_t out_bytes = bytes_from(mine.head, block, r);
   // A slot a rank for what it sends this one: bodies land there; this rank's own slot is the
   // reduction's scratch.
   std::byte* slots = link.workspace(static_cast<std::size_t>(p) * block);
@@ -64,12 +62,12 @@ std::string piggyback(Link& link, const Descriptor& mine, const CollArgs& args, 
     CallHeader out = mine.head;  // up to kHeaderData bytes inside it, more as a body behind it
     std::span<const std::byte> body;
     if (out_bytes > kHeaderData) {
-      body = {data_for(mine.head, args.send, to), out_bytes};
+      body = {data_for(mine.head, block, args.send, to), out_bytes};
       const std::uint64_t length = out_bytes;
       out.has_body = 1;
       std::memcpy(out.data, &length, sizeof length);
     } else if (out_bytes > 0) {
-      std::memcpy(out.data, data_for(mine.head, args.send, to), out_bytes);
+      std::memcpy(out.data, data_for(mine.head, block, args.send, to), out_bytes);
     }
     CallHeader& theirs = heads[static_cast<std::size_t>(from)];
     // The body's length is read off the sender's header. One that differs from what this rank
@@ -85,17 +83,19 @@ std::string piggyback(Link& link, const Descriptor& mine, const CollArgs& args, 
     link.send_recv_framed(to, std::as_bytes(std::span(&out, 1)), body, from, std::as_writable_bytes(std::span(&theirs, 1)),
                           std::cref(body_for));
   }
-  if (!headers_agree(heads)) return disagreement(link, mine);
-  bodies.assign(static_cast<std::size_t>(p), nullptr);
-  for (int q = 0; q < p; ++q) {  // every header is mine but for its data: what q sent is what mine says
-    const std::size_t n = bytes_from(mine.head, block, q);
-    const std::byte* data = q == r ? data_for(mine.head, args.send, r)
-                            : n <= kHeaderData ? heads[static_cast<std::size_t>(q)].data
-                                               : slots + static_cast<std::size_t>(q) * block;
-    bodies[static_cast<std::size_t>(q)] = n > 0 ? data : nullptr;
+  if (headers_agree(heads)) {
+    bodies.assign(static_cast<std::size_t>(p), nullptr);
+    for (int q = 0; q < p; ++q) {  // every header is mine but for its data: what q sent is what mine says
+      const std::size_t n = bytes_from(mine.head, block, q);
+      const std::byte* data = q == r ? data_for(mine.head, block, args.send, r)
+                              : n <= kHeaderData ? heads[static_cast<std::size_t>(q)].data
+                                                 : slots + static_cast<std::size_t>(q) * block;
+      bodies[static_cast<std::size_t>(q)] = n > 0 ? data : nullptr;
+    }
+    finish(link, static_cast<CollKind>(mine.head.kind), args, block, bodies, slots + static_cast<std::size_t>(r) * block);
+    return {};
   }
-  finish(link, static_cast<CollKind>(mine.head.kind), args, bodies, slots + static_cast<std::size_t>(r) * block);
-  return {};
+  return disagreement(link, mine);  // the same message on every rank
 }
 
 }  // namespace ringgrad::collectives

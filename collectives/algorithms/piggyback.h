@@ -25,17 +25,17 @@ namespace ringgrad::collectives {
 constexpr std::size_t kPiggybackMaxBytes = 64 << 10;
 
 /// Whether the call's data rides with the check: a valid call of host memory that ringgrad
-/// moves (not MPI), a one-shot all-reduce, all-gather, broadcast or all-to-all, whose count
-/// elements (per peer, in all-to-all) fit one piece (chunk_bytes) and kPiggybackMaxBytes. Every
-/// rank decides alike when headers agree.
-bool piggybacks(const CallHeader& h);
+/// moves (not MPI), a one-shot all-reduce, all-gather, broadcast or all-to-all, whose block
+/// (count elements, per peer in all-to-all: `block` bytes) fits one piece (chunk_bytes) and
+/// kPiggybackMaxBytes. Every rank decides alike when headers agree.
+bool piggybacks(const CallHeader& h, std::size_t block);
 
 /// Bytes rank `sender` sends each peer with its header when piggybacks(h), else 0: count
 /// elements, none from a broadcast's non-roots. Above kHeaderData they follow as a body, whose
 /// length the header carries (check.h: body_bytes).
 std::size_t piggyback_bytes(const CallHeader& h, int sender);
 
-/// Runs a call for which piggybacks(mine.head): one framed exchange with every peer (p-1
+/// Runs a call for which piggybacks(mine.head, block): one framed exchange with every peer (p-1
 /// pairwise steps, each sending this rank's header with its data for that peer and receiving
 /// the peer's), then, if every header agrees, the rest on this rank alone: the one-shot
 /// all-reduce's reduction in rank order (one_shot_all_reduce.cc), or copies into place. Returns
@@ -43,7 +43,7 @@ std::size_t piggyback_bytes(const CallHeader& h, int sender);
 /// args.recv). Afterwards `heads` holds every rank's header and `bodies` where what each sent
 /// this rank lies; the caller keeps both from call to call, so a call allocates nothing. Host
 /// memory; throws TransportError.
-std::string piggyback(Link& link, const Descriptor& mine, const CollArgs& args, std::vector<CallHeader>& heads,
-                      std::vector<const std::byte*>& bodies);
+std::string piggyback(Link& link, const Descriptor& mine, const CollArgs& args, std::size_t block,
+                      std::vector<CallHeader>& heads, std::vector<const std::byte*>& bodies);
 
 }  // namespace ringgrad::collectives
