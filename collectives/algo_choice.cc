@@ -20,6 +20,7 @@ Algo AlgoChoice::pick(CollKind kind, Algo algo, std::size_t n) const {
   if (kept != 0 && (kept & ~std::uint64_t{0xff}) == question) return static_cast<Algo>(kept & 0xff);
   std::lock_guard lock(mutex_);
   const Algo chosen = model_.choose(kind, n, world_size_, hosts_);
+  // A size of 48 bits or more does not fit the packed word (algo_choice.h): it is not kept.
   if (n < (std::uint64_t{1} << 48)) last_.store(question | static_cast<std::uint64_t>(chosen), std::memory_order_relaxed);
   return chosen;
 }

@@ -104,8 +104,8 @@ Work CallQueue::submit(Task&& task, bool blocking) {
   std::unique_lock lock(mutex_);
   if (!broken_.empty()) throw_broken(task.kind);
   const bool inline_run = blocking && queue_.empty() && !running_;
-  // What may fail for want of memory comes before the sequence number is taken, so that a
-  // call refused here leaves this rank in step with the others.
+  // The Work state, a queued call's largest allocation, is made before the sequence number is
+  // taken, so that a call refused for want of it leaves this rank in step with the others.
   std::shared_ptr<Work::State> state = inline_run ? nullptr : std::make_shared<Work::State>();
   CommStats::Entry& counted = stats_.by_kind[task.kind];
   task.seq = next_seq_;  // a send/recv runs before the collective issued after it

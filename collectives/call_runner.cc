@@ -74,7 +74,7 @@ void CallRunner::run_call(Task& task) {
     const std::size_t block = task.args.count * task.elem_bytes;  // one rank's block (per peer, in all-to-all)
     if (piggybacks(mine.head, block)) {  // a small call: its data rides in the check's message
       refuse_unless_agreed(piggyback(*link, mine, task.args, block, heads_, bodies_));
-      links_->choose_path();  // host memory: the first host collective chooses the path (3.)
+      links_->choose_path();  // every rank passed the check, so all meet here (see 3.); later, at once
       return;
     }
     refuse_unless_agreed(agree(*link, mine, heads_));

@@ -1,5 +1,5 @@
-// Communicator: the public calls. Each builds its call's Task (task.h) and issues it: the
-// algorithm chosen, this rank's arguments judged, then the queue (call_queue.h), which runs it
+// Communicator: the public calls. Each builds its call's Task (task.h), which judges this rank's
+// arguments, and issues it: the algorithm chosen, then the queue (call_queue.h), which runs it
 // on the caller's thread or its worker through CallRunner (call_runner.h). Blocking and
 // asynchronous forms differ only in issue()'s `blocking`.
 #include "collectives/communicator.h"

@@ -4,7 +4,8 @@
 // the compiler then calls __cyg_profile_func_enter/exit around every function, and this file
 // records those calls, on the calling thread only, while the traced call runs. road.py turns
 // the record into the files the call enters.
-//   call_road OUT_PREFIX BYTES...   (under ringgrad-run; writes OUT_PREFIX.BYTES on rank 0)
+//   call_road OUT_PREFIX BYTES...   (under ringgrad-run; writes OUT_PREFIX.BYTES on rank 0;
+//                                    BYTES a multiple of 4: float32 elements)
 #include <atomic>
 #include <cstddef>
 #include <cstdio>
@@ -50,6 +51,10 @@ int main(int argc, char** argv) {
   collectives::Communicator comm(transport::Config::from_env(), collectives::CommOptions::from_env());
   for (int i = 2; i < argc; ++i) {
     const std::size_t bytes = std::stoull(argv[i]);
+    if (bytes == 0 || bytes % sizeof(float) != 0) {
+      std::fprintf(stderr, "call_road: %zu bytes is not a whole number of float32 elements\n", bytes);
+      return 2;
+    }
     std::vector<float> x(bytes / sizeof(float), 1.0f);
     const collectives::Buffer b{x.data(), x.size(), collectives::DType::kFloat32};
     for (int warm = 0; warm < 5; ++warm) comm.all_reduce(b, b, collectives::ReduceOp::SUM);
@@ -59,7 +64,13 @@ int main(int argc, char** argv) {
     comm.all_reduce(b, b, collectives::ReduceOp::SUM);
     recording = false;
     if (comm.rank() != 0) continue;
-    FILE* out = std::fopen((std::string(argv[1]) + "." + argv[i]).c_str(), "w");
+    const std::string path = std::string(argv[1]) + "." + argv[i];
+    FILE* out = std::fopen(path.c_str(), "w");
+    if (out == nullptr) {
+      std::perror(path.c_str());
+      return 1;
+    }
+    if (events->size() == kMaxEvents) std::fprintf(out, "# truncated at %zu events\n", kMaxEvents);
     for (const auto& [kind, fn] : *events) std::fprintf(out, "%c %p\n", kind, fn);
     std::fclose(out);
   }

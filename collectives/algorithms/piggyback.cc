@@ -52,8 +52,8 @@ std::string piggyback(Link& link, const Descriptor& mine, const CollArgs& args, 
                       std::vector<CallHeader>& heads, std::vector<const std::byte*>& bodies) {
   const int p = link.world_size(), r = link.rank();
   const std::size_t out_bytes = bytes_from(mine.head, block, r);
-  // A slot a rank for what it sends this one: bodies land there; this rank's own slot is the
-  // reduction's scratch.
+  // One slot per sender for the body it sends this rank; this rank's own slot is the reduction's
+  // scratch.
   std::byte* slots = link.workspace(static_cast<std::size_t>(p) * block);
   std::vector<std::byte> dropped;
   heads.assign(static_cast<std::size_t>(p), mine.head);

@@ -2,8 +2,8 @@
 // place that moves bytes: pieces between ranks, local copies, the AVG division and temporary
 // buffers. HostLink (host_link.h) does it for host memory over TCP, ShmLink (shm_link.h) for
 // host memory through shared memory when every rank is on one host, DeviceLink (device_link.h)
-// for device memory (the last two share polling_link.h), so every algorithm runs unchanged on
-// all three. Calls are per message or per piece of chunk_bytes, never per byte: the virtual
+// for device memory (these two and PlainShmLink, plain_shm_link.h, share polling_link.h), so
+// every algorithm runs unchanged on each. Calls are per message or per piece of chunk_bytes, never per byte: the virtual
 // call costs nothing measurable.
 #pragma once
 

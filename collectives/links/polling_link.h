@@ -31,8 +31,8 @@ class PollingLink : public Base {
   }
   /// Head and body go into the peer's inbox first (two pieces; a shared-memory inbox holds
   /// four), then this rank takes the peer's: one exchange's wait, run on this thread. The
-  /// argument check calls it on host links only (ShmLink sends a small pair as one piece;
-  /// PlainShmLink, one slot a peer, exchanges the heads, then the bodies).
+  /// argument check calls it on host links only. ShmLink overrides it (a small pair as one
+  /// piece); PlainShmLink, one slot a peer, exchanges the heads, then the bodies.
   void send_recv_framed(int to, std::span<const std::byte> head, std::span<const std::byte> body, int from,
                         std::span<std::byte> their_head, const typename Base::BodyDestination& body_for) override {
     this->send(to, head.data(), head.size());

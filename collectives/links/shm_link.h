@@ -31,7 +31,7 @@ namespace ringgrad::collectives {
 /// `beside_caller` then, and `alone` while a caller waits for it (`callers_waiting` > 0). A
 /// collective run on the caller's thread has callers_waiting null and polls `alone`. Buys: on
 /// baby GPT DDP over 2 ranks, the worker's share of CPU samples fell from 3.6-3.8% to 0.5-0.6%
-/// and the median tokens/s rose 1.12x (docs/collectives.md).
+/// and the median tokens/s rose 1.12x (docs/journal.md, Collectives).
 struct ShmPoll {
   std::chrono::microseconds alone{0}, beside_caller{0};
   const std::atomic<int>* callers_waiting = nullptr;
@@ -44,9 +44,9 @@ struct ShmPoll {
 
 /// Trick: a head and its body as one piece. Head and body of a framed exchange that together fit
 /// this many bytes go as one piece, staged through HostBuffers::framed: the receiver waits for
-/// one piece, not two (the plain link runs two exchanges). Buys: a checked all-reduce of 64 B
-/// takes 0.86x the time, 512 B 0.91x (docs/collectives.md). Above it the sender's staging copy
-/// of the body would cost more than the piece it saves.
+/// one piece, not two (the plain link runs two exchanges): a small checked call waits once
+/// (docs/collectives.md, the fast link's tricks). Above it the sender's staging copy of the body
+/// would cost more than the piece it saves.
 constexpr std::size_t kShmFramedBytes = 4 << 10;
 
 class ShmLink final : public PollingLink<HostMemoryLink> {
