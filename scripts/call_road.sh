@@ -3,16 +3,17 @@
 # in order, for each size asked (default 8 bytes and 16 MiB). Builds build/ as the other scripts
 # do (for ringgrad-run), and a second tree, build-road/, whose collectives library is compiled
 # with -finstrument-functions (a few minutes the first time); runs bench/call_road/call_road.cc
-# under ringgrad-run and prints what bench/call_road/road.py makes of rank 0's record (it needs
-# gdb, to read where each function is defined). The element loops of reduce/ (dtype_dispatch.h,
-# reduce_op.h) are left out of the record. RINGGRAD_* settings apply as usual:
+# under ringgrad-run and prints what bench/call_road/road.py makes of rank 0's record (it asks
+# gdb, installed when missing, where each function is defined). The element loops' helpers
+# (reduce/dtype_dispatch.h, reduce/reduce_op.h) are left out of the record. RINGGRAD_* settings
+# apply as usual:
 #   scripts/call_road.sh [BYTES ...]
 #   RINGGRAD_SHM_LINK=plain RINGGRAD_CHECK=0 scripts/call_road.sh 8
 set -euo pipefail
 cd "$(dirname "$0")/.."
 sizes=("$@")
 (( $# )) || sizes=(8 16777216)
-command -v gdb > /dev/null || { echo "call_road.sh needs gdb (apt install gdb)"; exit 1; }
+scripts/install_deps.sh gdb python3
 scripts/build.sh ringgrad-run
 printf 'building the instrumented library into build-road/... '
 start=$SECONDS
