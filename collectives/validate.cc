@@ -21,7 +21,9 @@ std::string unusable(const char* name, const void* data, std::size_t count, std:
     return fmt::format("{} buffer is not contiguous (stride {} elements); collectives need stride 1: "
                        "make a contiguous copy first", name, stride);
   if (data == nullptr && count > 0) return fmt::format("{} buffer is null", name);
-  if (count > static_cast<std::size_t>(PTRDIFF_MAX) / elem_bytes)  // larger counts would wrap as bytes
+  // Larger counts would wrap as bytes. The first test, against the largest element (8 bytes),
+  // spares every ordinary call a division.
+  if (count > static_cast<std::size_t>(PTRDIFF_MAX) / 8 && count > static_cast<std::size_t>(PTRDIFF_MAX) / elem_bytes)
     return fmt::format("{} holds {} elements of {}: more than {} bytes, which no buffer can hold", name, count,
                        dtype, PTRDIFF_MAX);
   return {};
